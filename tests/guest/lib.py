@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: GPL-2.0
+"""In-guest test library for exfat2.  Runs as root inside the test VM only.
+
+A test is a function in tests/cases/test_<module>.py, named
+"<module>:<function>" (e.g. test_smoke.py: def mkfs_mount -> smoke:mkfs_mount):
+
+    from lib import test, sh, Image, mount, assert_eq
+
+    @test(timeout=120, writes=True)
+    def create_file():
+        with Image(size_mb=64) as img, mount(img.dev) as mnt:
+            sh(f"echo hi > {mnt}/a")
+            assert_eq(open(f"{mnt}/a").read(), "hi\\n", "content")
+
+Each test runs in its own forked process (own process group) with its own
+timeout.  A test fails if it raises (TestFailure or anything else), times
+out, leaves mounts, loop or dm devices behind (the runner removes them), or
+if the kernel logs a splat (WARNING, BUG, Oops, lockdep, hung task, ...)
+while it runs.  Its output and kernel messages go to logs/<name>.log in the
+run's output directory.
+
+API
+  test(timeout=120, writes=True, expect=None)
+        decorator registering a test.  writes=True: every Image the test
+        creates is checked with fsck_clean() when its `with` block ends
+        normally.  expect='timeout'|'splat' is for harness self-tests only:
+        the test passes iff the harness fails it for that reason.
+  TestFailure
+        exception meaning "the test failed"; its text is the reason.
+  sh(cmd, check=True, input=None, timeout=None) -> CompletedProcess
+        run a shell command (input: str for its stdin), capture stdout and
+        stderr as str; raise TestFailure (with the output) on a non-zero
+        exit when check, or when it runs longer than timeout seconds.
+  Image(size_mb=64, cluster=None, sector=512, label=None, mkfs=True, fsck=None)
+        context manager: sparse file under /tmp on a loop device
+        (sector=4096 -> 4 KiB logical sectors), mkfs.exfat'ed unless
+        mkfs=False (cluster: bytes or "32K", passed to mkfs.exfat -c;
+        label: -L); attributes .dev, .path.  On exit: unmounts what is
+        mounted from .dev, fsck_clean() if fsck (default: the test's
+        writes flag) and the block exited normally, detaches and deletes.
+  use_driver(which)
+        make 'ours' (exfat2/exfat2.ko) or 'intree' (exfat.ko) the only
+        loaded exFAT driver; both register file system type "exfat".
+  mount(dev, mnt='/mnt/t', opts='', driver='ours')
+        context manager: use_driver(driver) (driver=None: keep whatever is
+        loaded), mount -t exfat -o opts, yield mnt; unmount on exit (an
+        unmount failure fails the test).
+  umount(mnt)
+        unmount, raising TestFailure on failure.
+  fsck_clean(dev)
+        fsck.exfat -n must report a clean volume and the boot sector's
+        VolumeDirty flag must be clear; raise TestFailure with the output.
+  assert_eq(a, b, msg=''), assert_true(cond, msg=''), fail(msg)
+        raise TestFailure with a readable message.
+  expect_errno(err, fn, *args, **kwargs)
+        call fn and require it to raise OSError with errno == err;
+        returns the exception.
+  log(msg)
+        print msg to the test's log and into the kernel log (dmesg).
+  REPO, OUT, OURS_KO
+        repo path, output directory, path of our module.
+"""
+
+import errno as _errno
+import os
+import subprocess
+
+REPO = os.environ.get("EXFAT2_REPO",
+                      os.path.dirname(os.path.dirname(os.path.dirname(
+                          os.path.abspath(__file__)))))
+OUT = os.environ.get("EXFAT2_OUT", "/tmp")
+OURS_KO = os.path.join(REPO, "exfat2", "exfat2.ko")
+
+# Name of each driver in /proc/modules.
+_MODNAME = {"ours": "exfat2", "intree": "exfat"}
+
+
+class TestFailure(Exception):
+    """Raised to fail a test; str(e) is the reason shown."""
+
+
+class Test:
+    def __init__(self, func, name, timeout, writes, expect):
+        self.func = func
+        self.name = name
+        self.timeout = timeout
+        self.writes = writes
+        self.expect = expect
+
+
+REGISTRY = []       # filled by @test, read by runner.py
+current = None      # the Test running in this process (set by runner.py)
+
+
+def test(timeout=120, writes=True, expect=None):
+    """Register the decorated function as a test (see module doc)."""
+    if expect not in (None, "timeout", "splat"):
+        raise ValueError("expect must be None, 'timeout' or 'splat'")
+
+    def deco(func):
+        mod = func.__module__.rsplit(".", 1)[-1]
+        if mod.startswith("test_"):
+            mod = mod[len("test_"):]
+        name = f"{mod}:{func.__name__}"
+        if any(t.name == name for t in REGISTRY):
+            raise ValueError(f"duplicate test name {name}")
+        REGISTRY.append(Test(func, name, timeout, writes, expect))
+        return func
+    return deco
+
+
+def log(msg):
+    """Print msg and write it to the kernel log, to correlate with dmesg."""
+    print(msg, flush=True)
+    try:
+        with open("/dev/kmsg", "w") as k:
+            k.write(f"<5>exfat2-test: {msg}\n")
+    except OSError:
+        pass
+
+
+def fail(msg):
+    raise TestFailure(msg)
+
+
+def assert_eq(a, b, msg=""):
+    if a != b:
+        raise TestFailure(f"{msg + ': ' if msg else ''}{a!r} != {b!r}")
+
+
+def assert_true(cond, msg=""):
+    if not cond:
+        raise TestFailure(msg or "assertion failed")
+
+
+def expect_errno(err, fn, *args, **kwargs):
+    """Call fn(*args, **kwargs); it must raise OSError with errno err."""
+    try:
+        ret = fn(*args, **kwargs)
+    except OSError as e:
+        if e.errno != err:
+            raise TestFailure(
+                f"{getattr(fn, '__name__', fn)}: expected "
+                f"{_errno.errorcode.get(err, err)}, got "
+                f"{_errno.errorcode.get(e.errno, e.errno)} ({e})") from None
+        return e
+    raise TestFailure(f"{getattr(fn, '__name__', fn)}: expected "
+                      f"{_errno.errorcode.get(err, err)}, but it returned "
+                      f"{ret!r}")
+
+
+def sh(cmd, check=True, input=None, timeout=None):
+    """Run cmd with /bin/sh; return CompletedProcess (text stdout/stderr)."""
+    try:
+        p = subprocess.run(cmd, shell=True, input=input, capture_output=True,
+                           encoding="utf-8", errors="replace",
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TestFailure(f"command timed out after {timeout}s: {cmd}") \
+            from None
+    if check and p.returncode != 0:
+        out = (p.stdout + p.stderr).strip()
+        raise TestFailure(f"command failed (exit {p.returncode}): {cmd}"
+                          + (f"\n{out}" if out else ""))
+    return p
+
+
+def _loaded(modname):
+    with open("/proc/modules") as f:
+        return any(line.split(" ", 1)[0] == modname for line in f)
+
+
+def _dmesg_tail(n=5):
+    p = sh("dmesg | tail -n %d" % n, check=False)
+    return p.stdout.strip()
+
+
+def use_driver(which):
+    """Make sure only the `which` ('ours' or 'intree') exFAT driver is loaded."""
+    if which not in _MODNAME:
+        raise ValueError("driver must be 'ours' or 'intree'")
+    other = _MODNAME["intree" if which == "ours" else "ours"]
+    if _loaded(other):
+        p = sh(f"rmmod {other}", check=False)
+        if p.returncode != 0:
+            raise TestFailure(f"cannot unload {other}: {p.stderr.strip()}")
+    if _loaded(_MODNAME[which]):
+        return
+    if which == "ours":
+        if not os.path.exists(OURS_KO):
+            raise TestFailure(f"{OURS_KO} does not exist (build it: make)")
+        p = sh(f"insmod {OURS_KO}", check=False)
+    else:
+        p = sh("modprobe exfat", check=False)
+    if p.returncode != 0:
+        raise TestFailure(f"cannot load the {which} exFAT driver: "
+                          f"{p.stderr.strip()}\n{_dmesg_tail()}")
+
+
+def _mounted(target):
+    """Mount points whose source or mount point is `target`."""
+    with open("/proc/mounts") as f:
+        rows = [line.split()[:2] for line in f]
+    return [mnt for src, mnt in rows if target in (src, mnt)]
+
+
+def umount(mnt):
+    p = sh(f"umount {mnt}", check=False)
+    if p.returncode != 0:
+        raise TestFailure(f"umount {mnt} failed: {p.stderr.strip()}\n"
+                          f"{sh(f'fuser -vm {mnt} 2>&1', check=False).stdout}")
+
+
+class mount:
+    """with mount(dev, mnt, opts, driver) as mnt: ... (see module doc)."""
+
+    def __init__(self, dev, mnt="/mnt/t", opts="", driver="ours"):
+        self.dev, self.mnt, self.opts, self.driver = dev, mnt, opts, driver
+
+    def __enter__(self):
+        if self.driver:
+            use_driver(self.driver)
+        os.makedirs(self.mnt, exist_ok=True)
+        o = f"-o {self.opts} " if self.opts else ""
+        p = sh(f"mount -t exfat {o}{self.dev} {self.mnt}", check=False)
+        if p.returncode != 0:
+            raise TestFailure(f"mount {self.dev} ({self.driver}) failed: "
+                              f"{p.stderr.strip()}\n{_dmesg_tail()}")
+        return self.mnt
+
+    def __exit__(self, etype, e, tb):
+        if self.mnt in _mounted(self.mnt):
+            if etype is None:
+                umount(self.mnt)
+            else:
+                sh(f"umount {self.mnt} || umount -l {self.mnt}", check=False)
+        return False
+
+
+def fsck_clean(dev):
+    """Require fsck.exfat -n to find dev clean and VolumeDirty to be clear."""
+    p = sh(f"fsck.exfat -n {dev}", check=False)
+    out = (p.stdout + p.stderr).strip()
+    if p.returncode != 0:
+        raise TestFailure(f"fsck.exfat -n {dev}: exit {p.returncode}\n{out}")
+    with open(dev, "rb") as f:
+        boot = f.read(512)
+    flags = int.from_bytes(boot[106:108], "little")
+    if boot[3:11] == b"EXFAT   " and flags & 2:
+        raise TestFailure(f"{dev}: VolumeDirty still set after unmount\n{out}")
+
+
+class Image:
+    """with Image(size_mb, cluster, sector, label, mkfs, fsck) as img: ..."""
+
+    def __init__(self, size_mb=64, cluster=None, sector=512, label=None,
+                 mkfs=True, fsck=None):
+        self.size_mb, self.cluster, self.sector = size_mb, cluster, sector
+        self.label, self.do_mkfs = label, mkfs
+        self.fsck = fsck
+        self.path = self.dev = None
+
+    def __enter__(self):
+        fd, self.path = _mkstemp()
+        os.ftruncate(fd, self.size_mb << 20)
+        os.close(fd)
+        ss = f"--sector-size {self.sector} " if self.sector != 512 else ""
+        self.dev = sh(f"losetup -f --show {ss}{self.path}").stdout.strip()
+        if self.do_mkfs:
+            opts = ""
+            if self.cluster:
+                opts += f" -c {self.cluster}"
+            if self.label is not None:
+                opts += f" -L '{self.label}'"
+            try:
+                sh(f"mkfs.exfat{opts} {self.dev}")
+            except BaseException:
+                self._release()
+                raise
+        return self
+
+    def __exit__(self, etype, e, tb):
+        try:
+            for mnt in _mounted(self.dev):
+                if etype is None:
+                    umount(mnt)
+                else:
+                    sh(f"umount {mnt} || umount -l {mnt}", check=False)
+            want = self.fsck if self.fsck is not None else (
+                current.writes if current else False)
+            if etype is None and want:
+                fsck_clean(self.dev)
+        finally:
+            self._release()
+        return False
+
+    def _release(self):
+        if self.dev:
+            sh(f"losetup -d {self.dev}", check=False)
+        if self.path and os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+def _mkstemp():
+    d = "/tmp/exfat2-images"
+    os.makedirs(d, exist_ok=True)
+    i = 0
+    while True:
+        path = f"{d}/img{os.getpid()}-{i}.img"
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), \
+                path
+        except FileExistsError:
+            i += 1

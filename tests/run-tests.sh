@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run every test in one VM boot and print one PASS/FAIL line per test; the
+# last line is "N passed, N failed".  Exit status 0 iff nothing failed.
+#
+# Usage: tests/run-tests.sh [--kernel BZIMAGE] [--modules-dir DIR]
+#                           [--kdir DIR] [--list] [FILTER...]
+#
+#   FILTER         test name substring or glob (several: any may match);
+#                  the harness self-tests always run
+#   --kernel       boot this kernel instead of the packaged 6.12 one
+#   --modules-dir  its modules (default: /lib/modules/RELEASE)
+#   --kdir         kernel build tree for the self-test module (default: the
+#                  one of the booted kernel)
+#   --list         print the test names and exit (no VM)
+#
+# exfat2/exfat2.ko must already be built (the top Makefile does it).
+# Results and logs: ${XDG_CACHE_HOME:-~/.cache}/exfat2-vm/runs/, the newest
+# also as .../exfat2-vm/last-run.
+# TEST_TIMEOUT (seconds, default 3000) bounds the whole VM run;
+# TIMEOUT_SCALE (default 1) multiplies each test's own timeout (debug kernels).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+cache=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/exfat2-vm
+EXPECTED_SPLAT="exfat2 harness self-test"	# the text of the self-test WARN
+
+kernel='' moddir='' kdir='' list=0
+filters=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--modules-dir) moddir=$2; shift 2 ;;
+	--kdir) kdir=$2; shift 2 ;;
+	--list) list=1; shift ;;
+	-h|--help) sed -n '4,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "run-tests.sh: unknown option $1" >&2; exit 2 ;;
+	*) filters+=("$1"); shift ;;
+	esac
+done
+
+t0=$(date +%s.%N)
+phase_start=$t0
+phase() {	# phase NAME: print how long the phase that just ended took
+	local now
+	now=$(date +%s.%N)
+	printf 'time: %-18s %6.1fs\n' "$1" "$(echo "$now - $phase_start" | bc)"
+	phase_start=$now
+}
+
+if [ $list = 1 ]; then
+	exec python3 -B "$here/guest/runner.py" --list "${filters[@]}"
+fi
+if [ ${#filters[@]} -gt 0 ] &&
+	[ -z "$(python3 -B "$here/guest/runner.py" --list --no-selftest "${filters[@]}")" ]; then
+	echo "run-tests.sh: no test matches: ${filters[*]}" >&2
+	exit 2
+fi
+
+# Kernel build tree for the self-test module.
+if [ -z "$kdir" ]; then
+	if [ -n "$kernel" ]; then
+		off=$(od -An -tu2 -j 526 -N 2 "$kernel" | tr -d ' ')
+		rel=$(dd if="$kernel" bs=1 skip=$((off + 512)) count=200 status=none |
+			tr '\0' '\n' | head -n1 | cut -d' ' -f1)
+		tree=$(cd "$(dirname "$kernel")/../../.." && pwd)
+		if [ -n "$moddir" ] && [ -d "$moddir/build" ]; then
+			kdir=$moddir/build
+		elif [ -d "/lib/modules/$rel/build" ]; then
+			kdir=/lib/modules/$rel/build
+		elif [ -f "$tree/Module.symvers" ]; then
+			kdir=$tree
+		fi
+	else
+		for d in /lib/modules/6.12.*-amd64; do
+			[ -d "$d/build" ] && kdir=$d/build
+		done
+	fi
+fi
+
+results=()	# "PASS name ..." / "FAIL name: ..." lines added on the host
+
+# 1. The self-test module (cached by source, kernel tree and release).
+ko=
+if [ -z "$kdir" ] || [ ! -d "$kdir" ]; then
+	results+=("FAIL selftest:build_warn_module: no kernel build tree (use --kdir)")
+else
+	src=$repo/tests/selftest/warn
+	key=$(cat "$src/warn_on_load.c" "$src/Kbuild" "$kdir/include/config/kernel.release" \
+		<(readlink -f "$kdir") 2>/dev/null | sha256sum | cut -c1-16)
+	bdir=$cache/selftest-warn-$key
+	if [ ! -f "$bdir/warn_on_load.ko" ]; then
+		mkdir -p "$cache"
+		tmp=$(mktemp -d "$cache/selftest-build.XXXXXX")
+		cp "$src/warn_on_load.c" "$src/Kbuild" "$tmp/"
+		if make -C "$kdir" M="$tmp" modules >"$tmp/build.log" 2>&1; then
+			rm -rf "$bdir"
+			mv "$tmp" "$bdir" 2>/dev/null || rm -rf "$tmp"	# lost a race: fine
+		else
+			cat "$tmp/build.log" >&2
+			results+=("FAIL selftest:build_warn_module: see $tmp/build.log")
+		fi
+	fi
+	[ ! -f "$bdir/warn_on_load.ko" ] || ko=$bdir/warn_on_load.ko
+fi
+phase "selftest module"
+
+# 2. One VM boot runs all the tests.
+# Each run has its own directory (runs may overlap); last-run points to
+# the newest, and only the 5 newest are kept.
+mkdir -p "$cache/runs"
+out=$(mktemp -d "$cache/runs/$(date +%Y%m%d-%H%M%S).XXXX")
+ln -sfn "$out" "$cache/last-run"
+# shellcheck disable=SC2012 # our own names, no odd characters
+ls -1dt "$cache"/runs/*/ | tail -n +6 | xargs -r rm -rf
+mkdir -p "$out/selftest"
+[ -z "$ko" ] || cp "$ko" "$out/selftest/"
+vmopts=(--out "$out" --timeout "${TEST_TIMEOUT:-3000}" --expect-splat "$EXPECTED_SPLAT")
+[ -z "$kernel" ] || vmopts+=(--kernel "$kernel")
+[ -z "$moddir" ] || vmopts+=(--modules-dir "$moddir")
+
+"$repo/tools/vm/vm.sh" "${vmopts[@]}" -- \
+	python3 -B tests/guest/runner.py --timeout-scale="${TIMEOUT_SCALE:-1}" "${filters[@]}" &
+vmpid=$!
+
+# Print the guest's results as they arrive.
+shown=0
+show_new() {
+	local n
+	[ -f "$out/results.txt" ] || return 0
+	n=$(wc -l <"$out/results.txt")	# complete lines only
+	if [ "$n" -gt "$shown" ]; then
+		sed -n "$((shown + 1)),${n}p" "$out/results.txt"
+		shown=$n
+	fi
+}
+while kill -0 "$vmpid" 2>/dev/null; do
+	show_new
+	sleep 1
+done
+vmrc=0
+wait "$vmpid" || vmrc=$?
+show_new
+
+# 3. What the guest could not report itself.
+if [ -f "$out/planned.txt" ]; then
+	running=$(cat "$out/running.txt" 2>/dev/null || true)
+	while read -r name; do
+		if grep -qsE "^(PASS|FAIL) $name( |:)" "$out/results.txt"; then
+			continue
+		elif [ "$name" = "$running" ]; then
+			results+=("FAIL $name: did not finish: the VM stopped while it ran")
+		else
+			results+=("FAIL $name: not run (the VM stopped first)")
+		fi
+	done <"$out/planned.txt"
+else
+	results+=("FAIL vm:runner: the test runner did not start (see $out/console.log)")
+fi
+case $vmrc in
+124) results+=("FAIL vm:timeout: the VM ran out of time (TEST_TIMEOUT=${TEST_TIMEOUT:-3000})") ;;
+126) results+=("FAIL vm:died: the VM stopped without reporting (see $out/console.log)") ;;
+esac
+if [ -s "$out/host-splats" ]; then
+	first=$(grep -vm1 'Call Trace:' "$out/host-splats" || head -n1 "$out/host-splats")
+	results+=("FAIL vm:kernel-splat: $first")
+fi
+if grep -qs '^expected-splat: detected' "$out/host-expected-splat"; then
+	results+=("PASS selftest:host_splat_detected [$(cat "$out/host-expected-splat")]")
+else
+	results+=("FAIL selftest:host_splat_detected: $(cat "$out/host-expected-splat" 2>/dev/null ||
+		echo 'no report from vm.sh')")
+fi
+if [ "$vmrc" != 0 ] && [ "$vmrc" != 124 ] && [ "$vmrc" != 125 ] && [ "$vmrc" != 126 ] &&
+	! grep -qs '^FAIL' "$out/results.txt"; then
+	results+=("FAIL vm:runner: exit status $vmrc without a failed test (see $out/console.log)")
+fi
+for r in "${results[@]}"; do
+	echo "$r"
+done
+
+boot=$(cat "$out/runner-start-uptime" 2>/dev/null || echo '?')
+phase "vm (runner at ${boot}s)"
+printf 'time: %-18s %6.1fs\n' total "$(echo "$(date +%s.%N) - $t0" | bc)"
+echo "results and logs: $out"
+
+passed=$(( $(grep -c '^PASS' "$out/results.txt" 2>/dev/null || true) +
+	$(printf '%s\n' "${results[@]}" | grep -c '^PASS' || true) ))
+failed=$(( $(grep -c '^FAIL' "$out/results.txt" 2>/dev/null || true) +
+	$(printf '%s\n' "${results[@]}" | grep -c '^FAIL' || true) ))
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
