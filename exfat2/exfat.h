@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * In-core state of the exfat2 driver: superblock and inode info, the
+ * entry-set handle, unit conversions, messages and cross-file prototypes.
+ *
+ * Locking (outermost first; each rule is repeated beside the data):
+ *
+ *   inode->i_rwsem		VFS; namespace changes and writes to one inode
+ *   mapping->invalidate_lock	truncate against page faults
+ *   ei->map_lock		an inode's cluster chain, extent cache and
+ *				valid_size
+ *   sbi->alloc_lock		allocation bitmap, FAT contents, free count
+ *
+ * There is no volume-wide lock on the I/O path: mapping a file block takes
+ * only that inode's map_lock, shared, once its extent cache covers the block.
+ */
+#ifndef _EXFAT2_H
+#define _EXFAT2_H
+
+#include <linux/fs.h>
+#include <linux/ratelimit.h>
+#include <linux/nls.h>
+#include <linux/errno.h>
+#include <linux/magic.h>
+#include "exfat_format.h"
+
+#define EXFAT_ROOT_INO		1
+
+#ifndef EFSCORRUPTED
+#define EFSCORRUPTED		EUCLEAN		/* filesystem is corrupted */
+#endif
+
+enum exfat_error_mode {
+	EXFAT_ERRORS_CONT,
+	EXFAT_ERRORS_PANIC,
+	EXFAT_ERRORS_RO,
+};
+
+struct exfat_mount_options {
+	kuid_t		fs_uid;
+	kgid_t		fs_gid;
+	unsigned short	fs_fmask;
+	unsigned short	fs_dmask;
+	unsigned short	allow_utime;	/* permission bits for utime by others */
+	char		*iocharset;
+	enum exfat_error_mode errors;
+	int		time_offset;	/* minutes east of UTC for local stamps */
+	bool		utf8;		/* iocharset is utf8: no NLS table */
+	bool		discard;
+	bool		keep_last_dots;
+	bool		sys_tz;
+	bool		zero_size_dir;
+};
+
+/* sbi->state bits */
+enum {
+	EXFAT_STATE_SHUTDOWN,		/* FS_IOC_SHUTDOWN or device gone */
+	EXFAT_STATE_DIRTY_SET,		/* we set VolumeDirty on disk */
+};
+
+/* One contiguous run of clusters of a file: file cluster fclu maps to clu. */
+struct exfat_extent {
+	u32	fclu;
+	u32	clu;
+	u32	len;
+};
+
+struct exfat_sb_info {
+	/* Geometry: set once at mount from the verified boot sector. */
+	unsigned int	sect_shift;	/* log2 bytes per sector */
+	unsigned int	clu_shift;	/* log2 bytes per cluster */
+	u32		clu_size;	/* bytes per cluster */
+	u64		vol_sectors;
+	sector_t	fat_start;	/* first sector of the active FAT */
+	sector_t	fat_sectors;	/* sectors in one FAT */
+	sector_t	fat2_start;	/* the other FAT (NumberOfFats == 2) */
+	sector_t	heap_start;	/* first sector of cluster 2 */
+	u32		clu_count;	/* clusters in the heap */
+	u32		root_clu;
+	u32		serial;
+	unsigned int	num_fats;
+	unsigned int	active_fat;	/* 0 or 1, from VolumeFlags */
+	sector_t	boot_sector;	/* 0, or 12 when mounted from backup */
+	u16		vol_flags;	/* VolumeFlags as found at mount */
+	u16		fs_revision;
+
+	/*
+	 * Allocation bitmap, in the buffer cache.  alloc_lock protects its
+	 * contents, every FAT entry update and free_clusters.
+	 */
+	struct mutex	alloc_lock;
+	struct buffer_head **bitmap_bh;
+	unsigned int	bitmap_nr_bh;
+	u32		bitmap_clu;	/* first cluster of the bitmap */
+	u32		free_clusters;
+	u32		alloc_hint;	/* where the next search starts */
+
+	/* Up-case table: 65536 entries, immutable after mount. */
+	u16		*upcase;
+	u32		upcase_clu;
+	u64		upcase_len;
+	bool		upcase_builtin;	/* on-disk table unusable */
+
+	/* Volume label in UTF-16, protected by label_lock. */
+	struct mutex	label_lock;
+	u16		label[EXFAT_LABEL_MAX_LEN];
+	unsigned int	label_len;
+
+	struct nls_table *nls;		/* NULL for utf8 */
+	struct exfat_mount_options opts;
+	unsigned long	state;		/* EXFAT_STATE_* bits */
+	struct ratelimit_state msg_ratelimit;
+	struct rcu_head	rcu;
+};
+
+/*
+ * Where a file's entry set lives: entry index eidx of the directory whose
+ * data starts at dir_clu (with dir_flags telling whether that directory is
+ * contiguous).  The root directory has no entry set: eidx == EXFAT_ROOT_EIDX.
+ */
+#define EXFAT_ROOT_EIDX		U32_MAX
+
+struct exfat_inode_info {
+	u32		start_clu;	/* 0 if no cluster allocated */
+	u8		flags;		/* EXFAT_FLAG_NO_FAT_CHAIN */
+	u16		attr;		/* EXFAT_ATTR_* */
+	u32		dir_clu;	/* parent directory's first cluster */
+	u8		dir_flags;	/* parent's EXFAT_FLAG_NO_FAT_CHAIN */
+	u32		eidx;		/* entry index in the parent */
+	struct timespec64 btime;	/* creation time */
+
+	/*
+	 * map_lock protects the extent cache below and valid_size.  Readers
+	 * take it shared; growing the cache or changing the chain takes it
+	 * exclusive.
+	 */
+	struct rw_semaphore map_lock;
+	loff_t		valid_size;	/* ValidDataLength */
+	struct exfat_extent *ext;	/* sorted by fclu, contiguous in fclu */
+	unsigned int	nr_ext;
+	unsigned int	ext_cap;
+	u32		ext_fclus;	/* file clusters the cache covers */
+
+	struct inode	vfs_inode;
+};
+
+static inline struct exfat_sb_info *EXFAT_SB(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+static inline struct exfat_inode_info *EXFAT_I(const struct inode *inode)
+{
+	return container_of(inode, struct exfat_inode_info, vfs_inode);
+}
+
+/* Unit conversions.  Callers pass cluster numbers already range-checked. */
+static inline bool exfat_clu_valid(const struct exfat_sb_info *sbi, u32 clu)
+{
+	return clu >= EXFAT_FIRST_CLUSTER &&
+	       clu - EXFAT_FIRST_CLUSTER < sbi->clu_count;
+}
+
+static inline sector_t exfat_clu_to_sect(const struct exfat_sb_info *sbi,
+					 u32 clu)
+{
+	return sbi->heap_start +
+	       ((sector_t)(clu - EXFAT_FIRST_CLUSTER) <<
+		(sbi->clu_shift - sbi->sect_shift));
+}
+
+static inline u64 exfat_clu_to_bytes(const struct exfat_sb_info *sbi,
+				     u32 clu)
+{
+	return (u64)(clu - EXFAT_FIRST_CLUSTER) << sbi->clu_shift;
+}
+
+/* Number of clusters needed to hold size bytes. */
+static inline u64 exfat_bytes_to_clus(const struct exfat_sb_info *sbi,
+				      loff_t size)
+{
+	return ((u64)size + sbi->clu_size - 1) >> sbi->clu_shift;
+}
+
+static inline unsigned int exfat_dentries_per_clu(const struct exfat_sb_info *sbi)
+{
+	return sbi->clu_size >> EXFAT_DENTRY_SHIFT;
+}
+
+static inline bool exfat_forced_shutdown(struct super_block *sb)
+{
+	return test_bit(EXFAT_STATE_SHUTDOWN, &EXFAT_SB(sb)->state);
+}
+
+/* Messages: every line names the device. */
+__printf(2, 3) __cold
+void __exfat_msg(struct super_block *sb, const char *fmt, ...);
+#define exfat_err(sb, fmt, ...)						\
+	__exfat_msg(sb, KERN_ERR fmt, ##__VA_ARGS__)
+#define exfat_warn(sb, fmt, ...)					\
+	__exfat_msg(sb, KERN_WARNING fmt, ##__VA_ARGS__)
+#define exfat_info(sb, fmt, ...)					\
+	__exfat_msg(sb, KERN_INFO fmt, ##__VA_ARGS__)
+
+/*
+ * Report corruption found on disk: a rate-limited message, then the
+ * errors= policy.  Callers return -EFSCORRUPTED.
+ */
+__printf(2, 3) __cold
+void exfat_fs_error(struct super_block *sb, const char *fmt, ...);
+
+/* format.c: pure functions over on-disk bytes; no I/O, no locks. */
+struct exfat_time {
+	__le32	stamp;
+	u8	cs;		/* 10 ms increments, 0..199 */
+	u8	tz;		/* UtcOffset byte */
+};
+
+const char *exfat_verify_boot_sector(const struct exfat_boot_sector *bs,
+				     u64 dev_sectors);
+u32 exfat_boot_checksum_add(u32 sum, const void *buf, size_t len,
+			    bool first_sector);
+u16 exfat_set_checksum(const union exfat_dentry *set, unsigned int nr);
+const char *exfat_verify_file_set(const union exfat_dentry *set,
+				  unsigned int nr);
+u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len);
+u32 exfat_upcase_checksum(const void *buf, size_t len);
+#define EXFAT_UPCASE_ENTRIES	0x10000U	/* one per UTF-16 unit */
+int exfat_upcase_expand(const __le16 *buf, size_t len, u16 *table);
+void exfat_time_to_ts(const struct exfat_time *t, int local_offset,
+		      struct timespec64 *ts);
+void exfat_ts_to_time(const struct timespec64 *ts, int local_offset,
+		      struct exfat_time *t);
+extern const __le16 exfat_default_upcase[];
+extern const size_t exfat_default_upcase_len;
+
+/* meta.c: the only user of buffer heads. */
+struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect);
+void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
+			     unsigned int nr);
+void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);
+int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua);
+void exfat_put_sector(struct buffer_head *bh);
+void *exfat_sector_data(struct buffer_head *bh);
+
+/* fatent.c */
+struct exfat_fat_cursor {
+	struct buffer_head *bh;
+	sector_t	sect;
+};
+
+void exfat_fat_cursor_release(struct exfat_fat_cursor *cur);
+int exfat_fat_next(struct super_block *sb, struct exfat_fat_cursor *cur,
+		   u32 clu, u32 *next);
+int exfat_get_fat(struct super_block *sb, u32 clu, u32 *next);
+int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
+		      u32 *count);
+
+/* balloc.c */
+int exfat_load_bitmap(struct super_block *sb, u32 clu, u64 len);
+void exfat_free_bitmap(struct super_block *sb);
+bool exfat_clu_in_use(struct super_block *sb, u32 clu);
+
+/* upcase.c */
+int exfat_load_upcase(struct super_block *sb, u32 clu, u64 len, u32 csum);
+void exfat_free_upcase(struct super_block *sb);
+static inline u16 exfat_toupper(const struct exfat_sb_info *sbi, u16 c)
+{
+	return sbi->upcase[c];
+}
+
+/* Room for any name of EXFAT_MAX_NAME_LEN units in any iocharset, and NUL */
+#define EXFAT_MAX_NLS_NAME	(EXFAT_MAX_NAME_LEN * NLS_MAX_CHARSET_SIZE + 1)
+int exfat_utf16_to_nls(struct super_block *sb, const __le16 *uni,
+		       unsigned int len, char *buf, unsigned int buflen);
+int exfat_nls_to_utf16(struct super_block *sb, const char *name,
+		       unsigned int len, u16 *uni, unsigned int maxlen);
+int exfat_name_cmp(const struct exfat_sb_info *sbi, const u16 *a,
+		   unsigned int alen, const __le16 *b, unsigned int blen);
+bool exfat_name_valid(const u16 *uni, unsigned int len);
+unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len);
+
+/* map.c */
+int exfat_map_cluster(struct inode *inode, u32 fclu, u32 *clu, u32 *len);
+void exfat_drop_extents(struct inode *inode);
+
+/* entry.c */
+struct exfat_dir_iter {
+	struct inode	*dir;
+	struct buffer_head *bh;		/* sector last returned from */
+	sector_t	sect;
+};
+
+struct exfat_entry_set {
+	u32		eidx;		/* index of the File entry */
+	unsigned int	nr;		/* entries in the set */
+	union exfat_dentry de[];	/* verified copy */
+};
+
+static inline const struct exfat_dentry_stream *
+exfat_es_stream(const struct exfat_entry_set *es)
+{
+	return &es->de[1].stream;
+}
+
+void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir);
+void exfat_dir_iter_release(struct exfat_dir_iter *it);
+const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
+					     u32 eidx);
+u32 exfat_dir_entries(struct inode *dir);
+int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de);
+int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
+			struct exfat_entry_set **esp);
+
+/* inode.c */
+extern const struct inode_operations exfat_file_inode_operations;
+struct inode *exfat_iget(struct super_block *sb, struct inode *dir,
+			 const struct exfat_entry_set *es);
+struct inode *exfat_ilookup(struct super_block *sb, struct inode *dir,
+			    u32 eidx);
+umode_t exfat_make_mode(struct exfat_sb_info *sbi, u16 attr);
+int exfat_getattr(struct mnt_idmap *idmap, const struct path *path,
+		  struct kstat *stat, u32 request_mask, unsigned int flags);
+int exfat_local_offset(struct super_block *sb);
+
+/* file.c */
+extern const struct file_operations exfat_file_operations;
+extern const struct address_space_operations exfat_aops;
+int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
+		 u64 start, u64 len);
+
+/* dir.c */
+extern const struct file_operations exfat_dir_operations;
+unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name);
+int exfat_count_subdirs(struct inode *dir);
+
+/* namei.c */
+extern const struct inode_operations exfat_dir_inode_operations;
+extern const struct dentry_operations exfat_dentry_ops;
+int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
+		       u16 *uni, u16 *hash);
+
+/* ioctl.c */
+u16 exfat_inode_attr(struct inode *inode);
+long exfat_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+long exfat_compat_ioctl(struct file *file, unsigned int cmd,
+			unsigned long arg);
+
+/* super.c */
+void exfat_set_ro(struct super_block *sb);
+
+#endif /* _EXFAT2_H */

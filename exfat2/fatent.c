@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The File Allocation Table (§4): reading entries, each checked where it is
+ * used, and bounded chain walks.
+ */
+#include "exfat.h"
+
+/*
+ * Read FAT entry clu.  A cursor keeps the sector of the previous lookup so
+ * that a chain walk does not look up the same buffer for every link.
+ */
+static int exfat_fat_lookup(struct super_block *sb, struct exfat_fat_cursor *cur,
+			    u32 clu, u32 *val)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u64 off = (u64)clu * EXFAT_FAT_ENTRY_SIZE;
+	sector_t sect = sbi->fat_start + (off >> sbi->sect_shift);
+	const __le32 *ent;
+
+	if (!cur->bh || cur->sect != sect) {
+		struct buffer_head *bh;
+
+		bh = exfat_read_sector(sb, sect);
+		if (IS_ERR(bh))
+			return PTR_ERR(bh);
+		exfat_fat_cursor_release(cur);
+		cur->bh = bh;
+		cur->sect = sect;
+	}
+	ent = exfat_sector_data(cur->bh) + (off & ((1U << sbi->sect_shift) - 1));
+	*val = le32_to_cpu(*ent);
+	return 0;
+}
+
+void exfat_fat_cursor_release(struct exfat_fat_cursor *cur)
+{
+	if (cur->bh)
+		exfat_put_sector(cur->bh);
+	cur->bh = NULL;
+}
+
+/*
+ * Next cluster of a chain after clu: a valid cluster number or
+ * EXFAT_FAT_EOC.  Free, bad, reserved and out-of-range values inside a
+ * chain are corruption.
+ */
+int exfat_fat_next(struct super_block *sb, struct exfat_fat_cursor *cur,
+		   u32 clu, u32 *next)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u32 val;
+	int err;
+
+	if (!exfat_clu_valid(sbi, clu)) {
+		exfat_fs_error(sb, "FAT lookup of invalid cluster %u", clu);
+		return -EFSCORRUPTED;
+	}
+	err = exfat_fat_lookup(sb, cur, clu, &val);
+	if (err)
+		return err;
+	if (val != EXFAT_FAT_EOC && !exfat_clu_valid(sbi, val)) {
+		exfat_fs_error(sb, "cluster %u: invalid FAT entry %#x", clu, val);
+		return -EFSCORRUPTED;
+	}
+	*next = val;
+	return 0;
+}
+
+int exfat_get_fat(struct super_block *sb, u32 clu, u32 *next)
+{
+	struct exfat_fat_cursor cur = {};
+	int err;
+
+	err = exfat_fat_next(sb, &cur, clu, next);
+	exfat_fat_cursor_release(&cur);
+	return err;
+}
+
+/*
+ * Count the clusters of the chain starting at start.  A chain longer than
+ * limit is corrupt (it loops, or it is larger than its owner allows).
+ */
+int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
+		      u32 *count)
+{
+	struct exfat_fat_cursor cur = {};
+	u32 clu = start, n = 0;
+	int err = 0;
+
+	while (clu != EXFAT_FAT_EOC) {
+		if (++n > limit) {
+			exfat_fs_error(sb, "cluster chain from %u exceeds %u clusters (loop?)",
+				       start, limit);
+			err = -EFSCORRUPTED;
+			break;
+		}
+		err = exfat_fat_next(sb, &cur, clu, &clu);
+		if (err)
+			break;
+	}
+	exfat_fat_cursor_release(&cur);
+	*count = n;
+	return err;
+}

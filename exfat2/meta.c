@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Metadata sectors: boot region, FAT, allocation bitmap, up-case table and
+ * directories.  They are read and written through the block device's
+ * buffer cache, one filesystem sector per buffer.  This is the only file
+ * that knows about buffer heads; file data never goes through them.
+ */
+#include <linux/buffer_head.h>
+#include <linux/blkdev.h>
+#include "exfat.h"
+
+struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct buffer_head *bh;
+
+	if (WARN_ON_ONCE(sect >= sbi->vol_sectors && sbi->vol_sectors))
+		return ERR_PTR(-EFSCORRUPTED);
+	bh = sb_bread(sb, sect);
+	if (!bh) {
+		exfat_err(sb, "I/O error reading sector %llu",
+			  (unsigned long long)sect);
+		return ERR_PTR(-EIO);
+	}
+	return bh;
+}
+
+void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
+			     unsigned int nr)
+{
+	struct blk_plug plug;
+	unsigned int i;
+
+	blk_start_plug(&plug);
+	for (i = 0; i < nr; i++)
+		sb_breadahead(sb, sect + i);
+	blk_finish_plug(&plug);
+}
+
+void *exfat_sector_data(struct buffer_head *bh)
+{
+	return bh->b_data;
+}
+
+void exfat_put_sector(struct buffer_head *bh)
+{
+	brelse(bh);
+}
+
+void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh)
+{
+	set_buffer_uptodate(bh);
+	mark_buffer_dirty(bh);
+}
+
+/* Write one metadata sector now; with fua it is on stable media on return. */
+int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua)
+{
+	int err;
+
+	err = __sync_dirty_buffer(bh, fua ? REQ_SYNC | REQ_FUA | REQ_PREFLUSH :
+					    REQ_SYNC);
+	if (err)
+		exfat_err(sb, "I/O error writing sector %llu",
+			  (unsigned long long)bh->b_blocknr);
+	return err;
+}

@@ -1,0 +1,775 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Superblock: mount options, boot region (with fall back to the backup
+ * region), volume metadata lookup in the root directory, statfs and the
+ * module entry points.
+ */
+#include <linux/module.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/blkdev.h>
+#include <linux/seq_file.h>
+#include <linux/statfs.h>
+#include <linux/iversion.h>
+#include <linux/fs_struct.h>
+#include <linux/cred.h>
+#include <linux/log2.h>
+#include "exfat.h"
+
+#define EXFAT_DEFAULT_IOCHARSET	"utf8"
+
+/*
+ * exFAT stamps cover 1980-01-01 to 2107-12-31 local time; with a UTC offset
+ * of up to +-16 hours either end can move by that much.
+ */
+#define EXFAT_MIN_TIME		(315532800LL - 16 * 3600)
+#define EXFAT_MAX_TIME		(4354819199LL + 16 * 3600)
+
+void __exfat_msg(struct super_block *sb, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+	int level = printk_get_level(fmt);
+
+	va_start(args, fmt);
+	vaf.fmt = printk_skip_level(fmt);
+	vaf.va = &args;
+	switch (level) {
+	case LOGLEVEL_ERR + '0':
+		pr_err("exfat2 (%s): %pV\n", sb->s_id, &vaf);
+		break;
+	case LOGLEVEL_WARNING + '0':
+		pr_warn("exfat2 (%s): %pV\n", sb->s_id, &vaf);
+		break;
+	default:
+		pr_info("exfat2 (%s): %pV\n", sb->s_id, &vaf);
+		break;
+	}
+	va_end(args);
+}
+
+void exfat_set_ro(struct super_block *sb)
+{
+	if (sb_rdonly(sb))
+		return;
+	sb->s_flags |= SB_RDONLY;
+	exfat_err(sb, "filesystem is now read-only");
+}
+
+void exfat_fs_error(struct super_block *sb, const char *fmt, ...)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct va_format vaf;
+	va_list args;
+
+	if (__ratelimit(&sbi->msg_ratelimit)) {
+		va_start(args, fmt);
+		vaf.fmt = fmt;
+		vaf.va = &args;
+		exfat_err(sb, "corruption: %pV", &vaf);
+		va_end(args);
+	}
+
+	switch (sbi->opts.errors) {
+	case EXFAT_ERRORS_PANIC:
+		panic("exfat2 (%s): panic forced by errors=panic\n", sb->s_id);
+	case EXFAT_ERRORS_RO:
+		exfat_set_ro(sb);
+		break;
+	case EXFAT_ERRORS_CONT:
+		break;
+	}
+}
+
+static struct kmem_cache *exfat_inode_cachep;
+
+static struct inode *exfat_alloc_inode(struct super_block *sb)
+{
+	struct exfat_inode_info *ei;
+
+	ei = alloc_inode_sb(sb, exfat_inode_cachep, GFP_NOFS);
+	if (!ei)
+		return NULL;
+	ei->start_clu = 0;
+	ei->flags = 0;
+	ei->attr = 0;
+	ei->valid_size = 0;
+	ei->ext = NULL;
+	ei->nr_ext = 0;
+	ei->ext_cap = 0;
+	ei->ext_fclus = 0;
+	return &ei->vfs_inode;
+}
+
+static void exfat_free_inode(struct inode *inode)
+{
+	kmem_cache_free(exfat_inode_cachep, EXFAT_I(inode));
+}
+
+static void exfat_evict_inode(struct inode *inode)
+{
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	exfat_drop_extents(inode);
+}
+
+static void exfat_inode_init_once(void *obj)
+{
+	struct exfat_inode_info *ei = obj;
+
+	init_rwsem(&ei->map_lock);
+	inode_init_once(&ei->vfs_inode);
+}
+
+static void exfat_put_super(struct super_block *sb)
+{
+	exfat_free_bitmap(sb);
+}
+
+static int exfat_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct super_block *sb = dentry->d_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u64 id = huge_encode_dev(sb->s_bdev->bd_dev);
+
+	buf->f_type = sb->s_magic;
+	buf->f_bsize = sbi->clu_size;
+	buf->f_blocks = sbi->clu_count;
+	buf->f_bfree = READ_ONCE(sbi->free_clusters);
+	buf->f_bavail = buf->f_bfree;
+	buf->f_fsid = u64_to_fsid(id);
+	buf->f_namelen = EXFAT_MAX_NAME_LEN * NLS_MAX_CHARSET_SIZE;
+	return 0;
+}
+
+static int exfat_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(root->d_sb);
+	struct exfat_mount_options *opts = &sbi->opts;
+
+	if (!uid_eq(opts->fs_uid, GLOBAL_ROOT_UID))
+		seq_printf(m, ",uid=%u",
+			   from_kuid_munged(&init_user_ns, opts->fs_uid));
+	if (!gid_eq(opts->fs_gid, GLOBAL_ROOT_GID))
+		seq_printf(m, ",gid=%u",
+			   from_kgid_munged(&init_user_ns, opts->fs_gid));
+	seq_printf(m, ",fmask=%04o,dmask=%04o", opts->fs_fmask, opts->fs_dmask);
+	if (opts->allow_utime)
+		seq_printf(m, ",allow_utime=%04o", opts->allow_utime);
+	seq_printf(m, ",iocharset=%s", opts->iocharset);
+	if (opts->errors == EXFAT_ERRORS_CONT)
+		seq_puts(m, ",errors=continue");
+	else if (opts->errors == EXFAT_ERRORS_PANIC)
+		seq_puts(m, ",errors=panic");
+	else
+		seq_puts(m, ",errors=remount-ro");
+	if (opts->discard)
+		seq_puts(m, ",discard");
+	if (opts->keep_last_dots)
+		seq_puts(m, ",keep_last_dots");
+	if (opts->sys_tz)
+		seq_puts(m, ",sys_tz");
+	else if (opts->time_offset)
+		seq_printf(m, ",time_offset=%d", opts->time_offset);
+	if (opts->zero_size_dir)
+		seq_puts(m, ",zero_size_dir");
+	return 0;
+}
+
+static const struct super_operations exfat_sops = {
+	.alloc_inode	= exfat_alloc_inode,
+	.free_inode	= exfat_free_inode,
+	.evict_inode	= exfat_evict_inode,
+	.put_super	= exfat_put_super,
+	.statfs		= exfat_statfs,
+	.show_options	= exfat_show_options,
+};
+
+enum {
+	EXFAT_OPT_UID, EXFAT_OPT_GID, EXFAT_OPT_UMASK, EXFAT_OPT_DMASK,
+	EXFAT_OPT_FMASK, EXFAT_OPT_ALLOW_UTIME, EXFAT_OPT_CHARSET,
+	EXFAT_OPT_ERRORS, EXFAT_OPT_DISCARD, EXFAT_OPT_KEEP_LAST_DOTS,
+	EXFAT_OPT_SYS_TZ, EXFAT_OPT_TIME_OFFSET, EXFAT_OPT_ZERO_SIZE_DIR,
+	/* accepted for compatibility, no effect */
+	EXFAT_OPT_UTF8, EXFAT_OPT_DEBUG, EXFAT_OPT_NAMECASE,
+	EXFAT_OPT_CODEPAGE,
+};
+
+static const struct constant_table exfat_error_modes[] = {
+	{ "continue",	EXFAT_ERRORS_CONT },
+	{ "panic",	EXFAT_ERRORS_PANIC },
+	{ "remount-ro",	EXFAT_ERRORS_RO },
+	{}
+};
+
+static const struct fs_parameter_spec exfat_param_spec[] = {
+	fsparam_uid("uid",		EXFAT_OPT_UID),
+	fsparam_gid("gid",		EXFAT_OPT_GID),
+	fsparam_u32oct("umask",		EXFAT_OPT_UMASK),
+	fsparam_u32oct("dmask",		EXFAT_OPT_DMASK),
+	fsparam_u32oct("fmask",		EXFAT_OPT_FMASK),
+	fsparam_u32oct("allow_utime",	EXFAT_OPT_ALLOW_UTIME),
+	fsparam_string("iocharset",	EXFAT_OPT_CHARSET),
+	fsparam_enum("errors",		EXFAT_OPT_ERRORS, exfat_error_modes),
+	fsparam_flag("discard",		EXFAT_OPT_DISCARD),
+	fsparam_flag("keep_last_dots",	EXFAT_OPT_KEEP_LAST_DOTS),
+	fsparam_flag("sys_tz",		EXFAT_OPT_SYS_TZ),
+	fsparam_s32("time_offset",	EXFAT_OPT_TIME_OFFSET),
+	fsparam_flag("zero_size_dir",	EXFAT_OPT_ZERO_SIZE_DIR),
+	__fsparam(NULL, "utf8", EXFAT_OPT_UTF8, fs_param_deprecated, NULL),
+	__fsparam(NULL, "debug", EXFAT_OPT_DEBUG, fs_param_deprecated, NULL),
+	__fsparam(fs_param_is_u32, "namecase", EXFAT_OPT_NAMECASE,
+		  fs_param_deprecated, NULL),
+	__fsparam(fs_param_is_u32, "codepage", EXFAT_OPT_CODEPAGE,
+		  fs_param_deprecated, NULL),
+	{}
+};
+
+static int exfat_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct exfat_sb_info *sbi = fc->s_fs_info;
+	struct exfat_mount_options *opts = &sbi->opts;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, exfat_param_spec, param, &result);
+	if (opt < 0)
+		return opt;
+
+	switch (opt) {
+	case EXFAT_OPT_UID:
+		opts->fs_uid = result.uid;
+		break;
+	case EXFAT_OPT_GID:
+		opts->fs_gid = result.gid;
+		break;
+	case EXFAT_OPT_UMASK:
+		opts->fs_fmask = result.uint_32;
+		opts->fs_dmask = result.uint_32;
+		break;
+	case EXFAT_OPT_DMASK:
+		opts->fs_dmask = result.uint_32;
+		break;
+	case EXFAT_OPT_FMASK:
+		opts->fs_fmask = result.uint_32;
+		break;
+	case EXFAT_OPT_ALLOW_UTIME:
+		opts->allow_utime = result.uint_32 & 0022;
+		break;
+	case EXFAT_OPT_CHARSET:
+		kfree(opts->iocharset);
+		opts->iocharset = param->string;
+		param->string = NULL;
+		break;
+	case EXFAT_OPT_ERRORS:
+		opts->errors = result.uint_32;
+		break;
+	case EXFAT_OPT_DISCARD:
+		opts->discard = true;
+		break;
+	case EXFAT_OPT_KEEP_LAST_DOTS:
+		opts->keep_last_dots = true;
+		break;
+	case EXFAT_OPT_SYS_TZ:
+		opts->sys_tz = true;
+		break;
+	case EXFAT_OPT_TIME_OFFSET:
+		/* UtcOffset spans -12..+14 hours; allow a full day either way */
+		if (result.int_32 < -24 * 60 || result.int_32 > 24 * 60)
+			return invalfc(fc, "time_offset out of range");
+		opts->time_offset = result.int_32;
+		break;
+	case EXFAT_OPT_ZERO_SIZE_DIR:
+		opts->zero_size_dir = true;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Read the first 512 bytes of the sector at byte offset pos. */
+static int exfat_read_boot_copy(struct super_block *sb, u64 pos,
+				struct exfat_boot_sector *bs)
+{
+	struct buffer_head *bh;
+
+	bh = exfat_read_sector(sb, pos >> sb->s_blocksize_bits);
+	if (IS_ERR(bh))
+		return PTR_ERR(bh);
+	memcpy(bs, (u8 *)exfat_sector_data(bh) +
+	       (pos & (sb->s_blocksize - 1)), sizeof(*bs));
+	exfat_put_sector(bh);
+	return 0;
+}
+
+/*
+ * Check the boot checksum of the region starting at sector first.  The
+ * block size is the filesystem's sector size by now.
+ */
+static const char *exfat_check_boot_csum(struct super_block *sb,
+					 sector_t first, int *err)
+{
+	struct buffer_head *bh;
+	const __le32 *stored;
+	unsigned int i, n = sb->s_blocksize / sizeof(__le32);
+	u32 sum = 0;
+
+	exfat_readahead_sectors(sb, first, EXFAT_BOOT_REGION_SECTORS);
+	for (i = 0; i < EXFAT_BOOT_CHECKSUM_SECTOR; i++) {
+		bh = exfat_read_sector(sb, first + i);
+		if (IS_ERR(bh)) {
+			*err = PTR_ERR(bh);
+			return "I/O error";
+		}
+		sum = exfat_boot_checksum_add(sum, exfat_sector_data(bh),
+					      sb->s_blocksize, i == 0);
+		exfat_put_sector(bh);
+	}
+	bh = exfat_read_sector(sb, first + EXFAT_BOOT_CHECKSUM_SECTOR);
+	if (IS_ERR(bh)) {
+		*err = PTR_ERR(bh);
+		return "I/O error";
+	}
+	stored = exfat_sector_data(bh);
+	for (i = 0; i < n; i++) {
+		if (le32_to_cpu(stored[i]) != sum) {
+			exfat_put_sector(bh);
+			return "boot checksum";
+		}
+	}
+	exfat_put_sector(bh);
+	return NULL;
+}
+
+/*
+ * Try one boot region: its boot sector is at byte offset pos, and for the
+ * backup region the sector size it must declare is given by want_shift
+ * (0: any).  On success the block size is the volume's sector size.
+ */
+static const char *exfat_try_boot_region(struct super_block *sb, u64 pos,
+					 unsigned int want_shift,
+					 struct exfat_boot_sector *bs,
+					 int *err)
+{
+	u64 dev_bytes = bdev_nr_bytes(sb->s_bdev);
+	unsigned int shift;
+	const char *why;
+
+	*err = exfat_read_boot_copy(sb, pos, bs);
+	if (*err)
+		return "I/O error";
+	shift = bs->sector_shift;
+	if (want_shift && shift != want_shift)
+		return "BytesPerSectorShift";
+	why = exfat_verify_boot_sector(bs, 0);
+	if (why)
+		return why;
+	if (le64_to_cpu(bs->vol_length) > dev_bytes >> shift)
+		return "VolumeLength beyond the end of the device";
+	if ((1U << shift) < bdev_logical_block_size(sb->s_bdev))
+		return "sector size smaller than the device's logical block size";
+	if (!sb_set_blocksize(sb, 1U << shift))
+		return "unsupported sector size";
+	return exfat_check_boot_csum(sb, pos >> shift, err);
+}
+
+static int exfat_read_boot(struct super_block *sb,
+			   struct exfat_boot_sector *bs)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	unsigned int min_shift, shift;
+	const char *why, *bwhy = NULL;
+	bool named_exfat;
+	int err = 0;
+
+	if (!sb_min_blocksize(sb, 512)) {
+		exfat_err(sb, "unable to set the block size");
+		return -EINVAL;
+	}
+	min_shift = sb->s_blocksize_bits;
+
+	why = exfat_try_boot_region(sb, 0, 0, bs, &err);
+	if (!why) {
+		sbi->boot_sector = 0;
+		return 0;
+	}
+	if (err)
+		return err;
+	named_exfat = !memcmp(bs->fs_name, EXFAT_BOOT_FS_NAME,
+			      EXFAT_BOOT_FS_NAME_LEN);
+
+	/*
+	 * The backup region starts at sector 12, whose byte offset depends on
+	 * the sector size the damaged main region may no longer tell us.
+	 */
+	for (shift = max(min_shift, EXFAT_MIN_SECTOR_SHIFT);
+	     shift <= EXFAT_MAX_SECTOR_SHIFT; shift++) {
+		if (!sb_set_blocksize(sb, 1U << min_shift))
+			break;
+		bwhy = exfat_try_boot_region(sb,
+					     (u64)EXFAT_BACKUP_BOOT_SECTOR << shift,
+					     shift, bs, &err);
+		if (!bwhy) {
+			exfat_warn(sb, "main boot region is bad (%s); mounting from the backup boot region, read-only; run fsck.exfat",
+				   why);
+			sbi->boot_sector = EXFAT_BACKUP_BOOT_SECTOR;
+			sb->s_flags |= SB_RDONLY;
+			return 0;
+		}
+		if (err)
+			return err;
+	}
+	if (named_exfat)
+		exfat_err(sb, "invalid exFAT volume: bad %s (backup boot region: bad %s)",
+			  why, bwhy ?: "sector size");
+	else
+		exfat_err(sb, "not an exFAT volume (no exFAT boot sector in the main or backup boot region)");
+	return -EINVAL;
+}
+
+static void exfat_set_geometry(struct exfat_sb_info *sbi,
+			       const struct exfat_boot_sector *bs)
+{
+	sbi->sect_shift = bs->sector_shift;
+	sbi->clu_shift = bs->sector_shift + bs->cluster_shift;
+	sbi->clu_size = 1U << sbi->clu_shift;
+	sbi->vol_sectors = le64_to_cpu(bs->vol_length);
+	sbi->num_fats = bs->num_fats;
+	sbi->vol_flags = le16_to_cpu(bs->vol_flags);
+	sbi->active_fat = sbi->num_fats == 2 ?
+			  (sbi->vol_flags & EXFAT_VF_ACTIVE_FAT) : 0;
+	sbi->fat_sectors = le32_to_cpu(bs->fat_length);
+	sbi->fat_start = le32_to_cpu(bs->fat_offset) +
+			 sbi->active_fat * sbi->fat_sectors;
+	sbi->fat2_start = le32_to_cpu(bs->fat_offset) +
+			  (sbi->active_fat ^ 1) * sbi->fat_sectors;
+	sbi->heap_start = le32_to_cpu(bs->clu_heap_offset);
+	sbi->clu_count = le32_to_cpu(bs->clu_count);
+	sbi->root_clu = le32_to_cpu(bs->root_cluster);
+	sbi->serial = le32_to_cpu(bs->vol_serial);
+	sbi->fs_revision = le16_to_cpu(bs->fs_revision);
+}
+
+/*
+ * Find the critical primary entries of the root directory (§7.1-7.3):
+ * the allocation bitmap the active FAT selects, the up-case table and the
+ * volume label.
+ */
+static int exfat_scan_root(struct super_block *sb, struct inode *root)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u32 eidx, nr = i_size_read(root) >> EXFAT_DENTRY_SHIFT;
+	u32 bitmap_clu = 0, upcase_clu = 0, upcase_csum = 0;
+	u64 bitmap_len = 0, upcase_len = 0;
+	bool have_bitmap = false, have_upcase = false;
+	union exfat_dentry de;
+	unsigned int i;
+	int err;
+
+	for (eidx = 0; eidx < nr; eidx++) {
+		err = exfat_dir_read_entry(root, eidx, &de);
+		if (err)
+			return err;
+		if (de.generic.type == EXFAT_TYPE_EOD)
+			break;
+		switch (de.generic.type) {
+		case EXFAT_TYPE_BITMAP:
+			if ((de.bitmap.flags & 1) != sbi->active_fat)
+				break;
+			if (have_bitmap) {
+				exfat_err(sb, "more than one allocation bitmap");
+				return -EFSCORRUPTED;
+			}
+			have_bitmap = true;
+			bitmap_clu = le32_to_cpu(de.bitmap.first_cluster);
+			bitmap_len = le64_to_cpu(de.bitmap.data_length);
+			break;
+		case EXFAT_TYPE_UPCASE:
+			if (have_upcase)
+				break;
+			have_upcase = true;
+			upcase_clu = le32_to_cpu(de.upcase.first_cluster);
+			upcase_len = le64_to_cpu(de.upcase.data_length);
+			upcase_csum = le32_to_cpu(de.upcase.checksum);
+			break;
+		case EXFAT_TYPE_LABEL:
+			sbi->label_len = min_t(unsigned int, de.label.char_count,
+					       EXFAT_LABEL_MAX_LEN);
+			for (i = 0; i < sbi->label_len; i++)
+				sbi->label[i] = le16_to_cpu(de.label.label[i]);
+			break;
+		default:
+			break;
+		}
+	}
+
+	if (!have_bitmap) {
+		exfat_err(sb, "no allocation bitmap in the root directory");
+		return -EFSCORRUPTED;
+	}
+	err = exfat_load_bitmap(sb, bitmap_clu, bitmap_len);
+	if (err)
+		return err;
+
+	if (!have_upcase) {
+		exfat_warn(sb, "no up-case table; using the built-in one, read-only");
+		sbi->upcase_builtin = true;
+		return exfat_load_upcase(sb, 0, 0, 0);
+	}
+	return exfat_load_upcase(sb, upcase_clu, upcase_len, upcase_csum);
+}
+
+static int exfat_read_root(struct super_block *sb, struct inode **rootp)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_inode_info *ei;
+	struct inode *inode;
+	u32 nr_clu;
+	int err;
+
+	err = exfat_count_chain(sb, sbi->root_clu,
+				EXFAT_MAX_DIR_SIZE >> sbi->clu_shift ?: 1,
+				&nr_clu);
+	if (err)
+		return err;
+
+	inode = new_inode(sb);
+	if (!inode)
+		return -ENOMEM;
+	ei = EXFAT_I(inode);
+	inode->i_ino = EXFAT_ROOT_INO;
+	inode_set_iversion(inode, 1);
+	ei->start_clu = sbi->root_clu;
+	ei->flags = 0;
+	ei->attr = EXFAT_ATTR_DIRECTORY;
+	ei->dir_clu = sbi->root_clu;
+	ei->dir_flags = 0;
+	ei->eidx = EXFAT_ROOT_EIDX;
+	inode->i_uid = sbi->opts.fs_uid;
+	inode->i_gid = sbi->opts.fs_gid;
+	inode->i_mode = S_IFDIR | (0777 & ~sbi->opts.fs_dmask);
+	inode->i_op = &exfat_dir_inode_operations;
+	inode->i_fop = &exfat_dir_operations;
+	inode->i_size = (loff_t)nr_clu << sbi->clu_shift;
+	ei->valid_size = inode->i_size;
+	inode->i_blocks = inode->i_size >> 9;
+	ei->btime = simple_inode_init_ts(inode);
+	set_nlink(inode, 2);
+	*rootp = inode;
+	return 0;
+}
+
+static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct exfat_sb_info *sbi = sb->s_fs_info;
+	struct exfat_mount_options *opts = &sbi->opts;
+	struct exfat_boot_sector *bs;
+	struct inode *root;
+	int err;
+
+	if (opts->allow_utime == (unsigned short)-1)
+		opts->allow_utime = ~opts->fs_dmask & 0022;
+	if (opts->discard && !bdev_max_discard_sectors(sb->s_bdev)) {
+		exfat_warn(sb, "the device does not support discard; ignoring the discard option");
+		opts->discard = false;
+	}
+	opts->utf8 = !strcmp(opts->iocharset, "utf8");
+	if (!opts->utf8) {
+		sbi->nls = load_nls(opts->iocharset);
+		if (!sbi->nls) {
+			exfat_err(sb, "unknown iocharset %s", opts->iocharset);
+			return -EINVAL;
+		}
+	}
+
+	sb->s_magic = EXFAT_SUPER_MAGIC;
+	sb->s_op = &exfat_sops;
+	sb->s_flags |= SB_NODIRATIME;
+	sb->s_time_gran = 10 * NSEC_PER_MSEC;
+	sb->s_time_min = EXFAT_MIN_TIME;
+	sb->s_time_max = EXFAT_MAX_TIME;
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+
+	bs = kmalloc(sizeof(*bs), GFP_KERNEL);
+	if (!bs)
+		return -ENOMEM;
+	err = exfat_read_boot(sb, bs);
+	if (!err)
+		exfat_set_geometry(sbi, bs);
+	kfree(bs);
+	if (err)
+		return err;
+
+	if (sbi->fs_revision != 0x0100)
+		exfat_info(sb, "FileSystemRevision %u.%02u",
+			   sbi->fs_revision >> 8, sbi->fs_revision & 0xff);
+	if (sbi->vol_flags & EXFAT_VF_DIRTY)
+		exfat_warn(sb, "volume was not properly unmounted; run fsck.exfat");
+	if (sbi->vol_flags & EXFAT_VF_MEDIA_FAILURE)
+		exfat_warn(sb, "volume has reported media failures; run fsck.exfat");
+
+	err = exfat_read_root(sb, &root);
+	if (err)
+		goto out;
+	err = exfat_scan_root(sb, root);
+	if (err) {
+		iput(root);
+		goto out;
+	}
+	if (sbi->upcase_builtin && !sb_rdonly(sb)) {
+		exfat_warn(sb, "up-case table unusable: names could be hashed differently from other systems; mounting read-only");
+		sb->s_flags |= SB_RDONLY;
+	}
+
+	/* Writing is not supported yet. */
+	sb->s_flags |= SB_RDONLY;
+
+	sb->s_d_op = &exfat_dentry_ops;
+
+	sb->s_root = d_make_root(root);
+	if (!sb->s_root) {
+		err = -ENOMEM;
+		goto out;
+	}
+	return 0;
+
+out:
+	/* the up-case table goes with sbi in exfat_kill_sb */
+	exfat_free_bitmap(sb);
+	return err;
+}
+
+static int exfat_get_tree(struct fs_context *fc)
+{
+	return get_tree_bdev(fc, exfat_fill_super);
+}
+
+static int exfat_reconfigure(struct fs_context *fc)
+{
+	struct super_block *sb = fc->root->d_sb;
+
+	fc->sb_flags |= SB_NODIRATIME;
+	if (!(fc->sb_flags & SB_RDONLY))
+		return invalfc(fc, "exfat2: read-write mounts are not supported yet");
+	sync_filesystem(sb);
+	return 0;
+}
+
+static void exfat_free_sbi(struct exfat_sb_info *sbi)
+{
+	kfree(sbi->opts.iocharset);
+	kfree(sbi);
+}
+
+static void exfat_fc_free(struct fs_context *fc)
+{
+	if (fc->s_fs_info)
+		exfat_free_sbi(fc->s_fs_info);
+}
+
+static const struct fs_context_operations exfat_context_ops = {
+	.parse_param	= exfat_parse_param,
+	.get_tree	= exfat_get_tree,
+	.reconfigure	= exfat_reconfigure,
+	.free		= exfat_fc_free,
+};
+
+static int exfat_init_fs_context(struct fs_context *fc)
+{
+	struct exfat_sb_info *sbi;
+
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	sbi->opts.iocharset = kstrdup(EXFAT_DEFAULT_IOCHARSET, GFP_KERNEL);
+	if (!sbi->opts.iocharset) {
+		kfree(sbi);
+		return -ENOMEM;
+	}
+	mutex_init(&sbi->alloc_lock);
+	mutex_init(&sbi->label_lock);
+	ratelimit_state_init(&sbi->msg_ratelimit, DEFAULT_RATELIMIT_INTERVAL,
+			     DEFAULT_RATELIMIT_BURST);
+
+	if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE && fc->root) {
+		struct exfat_mount_options *cur =
+			&EXFAT_SB(fc->root->d_sb)->opts;
+
+		sbi->opts.fs_uid = cur->fs_uid;
+		sbi->opts.fs_gid = cur->fs_gid;
+		sbi->opts.fs_fmask = cur->fs_fmask;
+		sbi->opts.fs_dmask = cur->fs_dmask;
+	} else {
+		sbi->opts.fs_uid = current_uid();
+		sbi->opts.fs_gid = current_gid();
+		sbi->opts.fs_fmask = current_umask();
+		sbi->opts.fs_dmask = current_umask();
+	}
+	sbi->opts.allow_utime = (unsigned short)-1;
+	sbi->opts.errors = EXFAT_ERRORS_RO;
+
+	fc->s_fs_info = sbi;
+	fc->ops = &exfat_context_ops;
+	return 0;
+}
+
+static void exfat_free_sbi_rcu(struct rcu_head *head)
+{
+	struct exfat_sb_info *sbi = container_of(head, struct exfat_sb_info,
+						 rcu);
+
+	unload_nls(sbi->nls);
+	kvfree(sbi->upcase);
+	exfat_free_sbi(sbi);
+}
+
+static void exfat_kill_sb(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = sb->s_fs_info;
+
+	kill_block_super(sb);
+	/* dentry hashing may still look at the up-case table under RCU */
+	if (sbi)
+		call_rcu(&sbi->rcu, exfat_free_sbi_rcu);
+}
+
+static struct file_system_type exfat_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "exfat",
+	.init_fs_context	= exfat_init_fs_context,
+	.parameters		= exfat_param_spec,
+	.kill_sb		= exfat_kill_sb,
+	.fs_flags		= FS_REQUIRES_DEV | FS_ALLOW_IDMAP,
+};
+
+static int __init exfat_init(void)
+{
+	int err;
+
+	exfat_inode_cachep = kmem_cache_create("exfat2_inode_cache",
+					       sizeof(struct exfat_inode_info),
+					       0, SLAB_RECLAIM_ACCOUNT |
+					       SLAB_ACCOUNT,
+					       exfat_inode_init_once);
+	if (!exfat_inode_cachep)
+		return -ENOMEM;
+	err = register_filesystem(&exfat_fs_type);
+	if (err)
+		kmem_cache_destroy(exfat_inode_cachep);
+	return err;
+}
+
+static void __exit exfat_exit(void)
+{
+	unregister_filesystem(&exfat_fs_type);
+	/* wait for exfat_free_sbi_rcu and inode frees */
+	rcu_barrier();
+	kmem_cache_destroy(exfat_inode_cachep);
+}
+
+module_init(exfat_init);
+module_exit(exfat_exit);
+MODULE_ALIAS_FS("exfat");
+MODULE_DESCRIPTION("exFAT filesystem");
+MODULE_LICENSE("GPL");
