@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Build rich exFAT trees with any driver and describe them as manifests.
+
+manifest(root) -> {relative path: {type, size, sha256, mtime, atime, btime,
+mode, nlink, attr}}, compared across drivers with diff_manifests().
+"""
+
+import fcntl
+import hashlib
+import os
+import struct
+import subprocess
+
+from lib import TestFailure
+
+FAT_IOCTL_GET_ATTRIBUTES = 0x80047210
+
+# Names that exercise the name code: CJK, emoji (surrogate pairs),
+# combining marks, a 255-unit name, non-ASCII case.
+NAMES = [
+    "plain.txt",
+    "日本語のファイル名.txt",
+    "emoji-\U0001F600\U0001F680.bin",
+    "e\u0301cole-combining",
+    "Ελληνικά-ΣΊΣΥΦΟΣ",
+    "Кириллица",
+    "x" * 255,
+    "\U0001F4C1" * 127 + "a",          # 255 UTF-16 units
+    "spaces and.dots.in.name",
+    "ümlaut-ÄÖÜ",
+]
+
+
+def attr_of(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        buf = fcntl.ioctl(fd, FAT_IOCTL_GET_ATTRIBUTES, b"\0" * 4)
+        return struct.unpack("<I", buf)[0]
+    finally:
+        os.close(fd)
+
+
+def _btimes(root):
+    """{relpath: birth time string} from GNU find (statx underneath)."""
+    p = subprocess.run(["find", root, "-mindepth", "1", "-printf", "%P\\0%B@\\0"],
+                       capture_output=True)
+    if p.returncode:
+        raise TestFailure(f"find failed: {p.stderr.decode(errors='replace')}")
+    f = p.stdout.split(b"\0")
+    return {f[i].decode(): f[i + 1].decode() for i in range(0, len(f) - 1, 2)}
+
+
+def manifest(root, content=True, times=True, attrs=True):
+    out = {}
+    btimes = _btimes(root) if times else {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            st = os.lstat(full)
+            e = {"mode": oct(st.st_mode), "size": st.st_size,
+                 "nlink": st.st_nlink}
+            if times:
+                e.update(mtime=st.st_mtime_ns, atime=st.st_atime_ns,
+                         btime=btimes.get(rel))
+            if attrs:
+                e["attr"] = attr_of(full)
+            if content and not os.path.isdir(full):
+                h = hashlib.sha256()
+                with open(full, "rb") as f:
+                    while True:
+                        b = f.read(1 << 20)
+                        if not b:
+                            break
+                        h.update(b)
+                e["sha256"] = h.hexdigest()
+            out[rel] = e
+    return out
+
+
+def diff_manifests(a, b, what_a="a", what_b="b", limit=20):
+    """Raise TestFailure listing the first differences."""
+    diffs = []
+    for k in sorted(set(a) | set(b)):
+        if k not in a:
+            diffs.append(f"only in {what_b}: {k!r}")
+        elif k not in b:
+            diffs.append(f"only in {what_a}: {k!r}")
+        elif a[k] != b[k]:
+            fields = [f"{f}: {a[k].get(f)!r} vs {b[k].get(f)!r}"
+                      for f in sorted(set(a[k]) | set(b[k]))
+                      if a[k].get(f) != b[k].get(f)]
+            diffs.append(f"{k!r}: " + ", ".join(fields))
+        if len(diffs) >= limit:
+            diffs.append("...")
+            break
+    if diffs:
+        raise TestFailure(f"{what_a} and {what_b} differ:\n" + "\n".join(diffs))
+
+
+def pattern(n, seed=0):
+    """n deterministic, non-repeating-ish bytes."""
+    block = hashlib.sha256(f"{seed}".encode()).digest() * 128   # 4 KiB
+    reps = n // len(block) + 1
+    return (block * reps)[:n]
+
+
+def write_file(path, n, seed=0):
+    with open(path, "wb") as f:
+        f.write(pattern(n, seed))
+
+
+def interleave(paths, chunk, count, seed=0):
+    """Grow several files in turns, chunk bytes at a time, fsyncing each
+    step so that their clusters interleave on disk (fragmentation)."""
+    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+           for p in paths]
+    try:
+        for i in range(count):
+            for j, fd in enumerate(fds):
+                os.write(fd, pattern(chunk, seed + i * 131 + j))
+                os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
