@@ -6,6 +6,7 @@
 #include <linux/slab.h>
 #include <linux/bitops.h>
 #include <linux/unaligned.h>
+#include <linux/blkdev.h>
 #include "exfat.h"
 
 static unsigned int exfat_bitmap_bits_per_bh(const struct exfat_sb_info *sbi)
@@ -122,4 +123,308 @@ bool exfat_clu_in_use(struct super_block *sb, u32 clu)
 
 	return test_bit_le(bit % per_bh,
 			   exfat_sector_data(sbi->bitmap_bh[bit / per_bh]));
+}
+
+/*
+ * Find the first run of free clusters at or after hint (wrapping around to
+ * the start of the heap), at most max long.  Called with alloc_lock held.
+ */
+static bool exfat_find_free_run(struct super_block *sb, u32 hint, u32 max,
+				u32 *start, u32 *len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	unsigned int per_bh = exfat_bitmap_bits_per_bh(sbi);
+	u32 total = sbi->clu_count, bit, end, pass;
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	if (hint < EXFAT_FIRST_CLUSTER || hint - EXFAT_FIRST_CLUSTER >= total)
+		hint = EXFAT_FIRST_CLUSTER;
+	bit = hint - EXFAT_FIRST_CLUSTER;
+
+	for (pass = 0; pass < 2; pass++) {
+		u32 limit = pass ? hint - EXFAT_FIRST_CLUSTER : total;
+
+		while (bit < limit) {
+			unsigned int i = bit / per_bh;
+			unsigned int n = min(per_bh, total - i * per_bh);
+			void *map = exfat_sector_data(sbi->bitmap_bh[i]);
+			unsigned int b = find_next_zero_bit_le(map, n, bit % per_bh);
+
+			if (b >= n) {
+				bit = (i + 1) * per_bh;
+				continue;
+			}
+			bit = i * per_bh + b;
+			if (bit >= limit)
+				break;
+			/* measure the run, possibly across bitmap sectors */
+			end = bit + 1;
+			while (end < total && end - bit < max) {
+				unsigned int j = end / per_bh;
+
+				if (test_bit_le(end % per_bh,
+						exfat_sector_data(sbi->bitmap_bh[j])))
+					break;
+				end++;
+			}
+			*start = bit + EXFAT_FIRST_CLUSTER;
+			*len = end - bit;
+			return true;
+		}
+		bit = 0;
+	}
+	return false;
+}
+
+/* Set or clear the bitmap bits of clusters [clu, clu + len). */
+static void exfat_bitmap_set_range(struct super_block *sb, u32 clu, u32 len,
+				   bool used)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	unsigned int per_bh = exfat_bitmap_bits_per_bh(sbi);
+	u32 bit = clu - EXFAT_FIRST_CLUSTER, end = bit + len;
+	struct buffer_head *last = NULL;
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	for (; bit < end; bit++) {
+		struct buffer_head *bh = sbi->bitmap_bh[bit / per_bh];
+
+		if (used)
+			__set_bit_le(bit % per_bh, exfat_sector_data(bh));
+		else
+			__clear_bit_le(bit % per_bh, exfat_sector_data(bh));
+		if (bh != last) {
+			exfat_mark_meta_dirty(sb, bh);
+			last = bh;
+		}
+	}
+}
+
+/* Write the FAT links of a run: clu -> clu + 1 -> ... -> next. */
+static int exfat_link_run(struct super_block *sb, struct exfat_fat_cursor *cur,
+			  u32 clu, u32 len, u32 next)
+{
+	int err;
+
+	for (; len > 1; clu++, len--) {
+		err = exfat_fat_set(sb, cur, clu, clu + 1);
+		if (err)
+			return err;
+	}
+	return exfat_fat_set(sb, cur, clu, next);
+}
+
+/* Last cluster of the inode's chain; its extent cache must cover it. */
+static u32 exfat_last_clu(struct inode *inode)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)
+		return ei->start_clu + ei->alloc_clus - 1;
+	return ei->ext[ei->nr_ext - 1].clu + ei->ext[ei->nr_ext - 1].len - 1;
+}
+
+/*
+ * Turn a contiguous (NoFatChain) file into a FAT chain, because its next
+ * cluster is not adjacent.  The FAT entries of such a file are undefined,
+ * so the whole chain is written.
+ */
+static int exfat_chain_contiguous(struct inode *inode,
+				  struct exfat_fat_cursor *cur, u32 next)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	int err;
+
+	err = exfat_link_run(inode->i_sb, cur, ei->start_clu, ei->alloc_clus,
+			     next);
+	if (err)
+		return err;
+	ei->flags &= ~EXFAT_FLAG_NO_FAT_CHAIN;
+	/* the extent cache now describes a FAT chain */
+	return exfat_extents_from_contiguous(inode);
+}
+
+/**
+ * exfat_alloc_clusters - grow an inode's cluster chain
+ * @inode: file or directory, with map_lock held exclusive
+ * @want: number of clusters the chain must have
+ *
+ * New clusters continue the chain where it ends when they can; a file
+ * whose clusters stay contiguous keeps NoFatChain.  Nothing is zeroed.
+ * All or nothing: returns 0, -ENOSPC, or an error from the FAT.
+ */
+int exfat_alloc_clusters(struct inode *inode, u32 want)
+{
+	struct super_block *sb = inode->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	struct exfat_fat_cursor cur = {};
+	u32 need, last = 0, start, len, hint;
+	int err = 0;
+
+	lockdep_assert_held_write(&ei->map_lock);
+	if (want <= ei->alloc_clus)
+		return 0;
+	need = want - ei->alloc_clus;
+
+	if (ei->alloc_clus && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)) {
+		err = exfat_fill_all_extents(inode);
+		if (err)
+			return err;
+	}
+
+	mutex_lock(&sbi->alloc_lock);
+	if (need > sbi->free_clusters) {
+		err = -ENOSPC;
+		goto out;
+	}
+	exfat_set_vol_dirty(sb);
+	if (ei->alloc_clus)
+		last = exfat_last_clu(inode);
+	hint = last ? last + 1 : sbi->alloc_hint;
+
+	while (need) {
+		if (!exfat_find_free_run(sb, hint, need, &start, &len)) {
+			exfat_fs_error(sb, "bitmap has no free cluster, %u counted free",
+				       sbi->free_clusters);
+			err = -EFSCORRUPTED;
+			break;
+		}
+		exfat_bitmap_set_range(sb, start, len, true);
+		sbi->free_clusters -= len;
+
+		if (!ei->alloc_clus) {
+			ei->start_clu = start;
+			ei->flags |= EXFAT_FLAG_NO_FAT_CHAIN;
+		} else if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
+			if (start != last + 1)
+				err = exfat_chain_contiguous(inode, &cur, start);
+		} else {
+			err = exfat_fat_set(sb, &cur, last, start);
+		}
+		if (!err && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN))
+			err = exfat_link_run(sb, &cur, start, len, EXFAT_FAT_EOC);
+		if (!err && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN))
+			err = exfat_extents_append(inode, start, len);
+		if (err) {
+			/* the run is marked used but not linked: leaked, not lost */
+			break;
+		}
+		ei->alloc_clus += len;
+		last = start + len - 1;
+		need -= len;
+		hint = last + 1;
+	}
+	sbi->alloc_hint = hint;
+out:
+	mutex_unlock(&sbi->alloc_lock);
+	exfat_fat_cursor_release(&cur);
+	return err;
+}
+
+/* Free the run [clu, clu + len), which must all be marked in use. */
+static void exfat_free_run(struct super_block *sb, u32 clu, u32 len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	exfat_bitmap_set_range(sb, clu, len, false);
+	sbi->free_clusters += len;
+	if (sbi->opts.discard)
+		sb_issue_discard(sb, exfat_clu_to_sect(sbi, clu),
+				 (sector_t)len << (sbi->clu_shift - sbi->sect_shift),
+				 GFP_NOFS, 0);
+}
+
+/**
+ * exfat_free_clusters - shrink an inode's cluster chain
+ * @inode: file or directory, with map_lock held exclusive
+ * @keep: number of clusters to keep
+ *
+ * The caller has already made the entry set (or size) stop referring to
+ * the clusters beyond @keep, so freeing them can never expose them.
+ */
+int exfat_free_clusters(struct inode *inode, u32 keep)
+{
+	struct super_block *sb = inode->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	struct exfat_fat_cursor cur = {};
+	int err = 0;
+
+	lockdep_assert_held_write(&ei->map_lock);
+	if (keep >= ei->alloc_clus)
+		return 0;
+
+	if (!(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)) {
+		err = exfat_fill_all_extents(inode);
+		if (err)
+			return err;
+	}
+
+	mutex_lock(&sbi->alloc_lock);
+	exfat_set_vol_dirty(sb);
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
+		exfat_free_run(sb, ei->start_clu + keep, ei->alloc_clus - keep);
+	} else {
+		int i;
+
+		for (i = ei->nr_ext - 1; i >= 0; i--) {
+			struct exfat_extent *ext = &ei->ext[i];
+			u32 from = max(ext->fclu, keep);
+
+			if (ext->fclu + ext->len <= keep)
+				break;
+			exfat_free_run(sb, ext->clu + (from - ext->fclu),
+				       ext->fclu + ext->len - from);
+		}
+		if (keep)
+			err = exfat_fat_set(sb, &cur,
+					    exfat_map_cached(inode, keep - 1),
+					    EXFAT_FAT_EOC);
+	}
+	mutex_unlock(&sbi->alloc_lock);
+	exfat_fat_cursor_release(&cur);
+
+	exfat_extents_truncate(inode, keep);
+	ei->alloc_clus = keep;
+	if (!keep) {
+		ei->start_clu = 0;
+		ei->flags &= ~EXFAT_FLAG_NO_FAT_CHAIN;
+	}
+	return err;
+}
+
+/* Allocate one zeroed cluster for a new directory. */
+int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u32 len;
+	int err;
+
+	mutex_lock(&sbi->alloc_lock);
+	if (!sbi->free_clusters ||
+	    !exfat_find_free_run(sb, sbi->alloc_hint, 1, clu, &len)) {
+		mutex_unlock(&sbi->alloc_lock);
+		return -ENOSPC;
+	}
+	exfat_set_vol_dirty(sb);
+	exfat_bitmap_set_range(sb, *clu, 1, true);
+	sbi->free_clusters--;
+	sbi->alloc_hint = *clu + 1;
+	mutex_unlock(&sbi->alloc_lock);
+
+	err = exfat_zero_sectors(sb, exfat_clu_to_sect(sbi, *clu),
+				 1U << (sbi->clu_shift - sbi->sect_shift));
+	if (err)
+		exfat_free_dir_cluster(sb, *clu);
+	return err;
+}
+
+void exfat_free_dir_cluster(struct super_block *sb, u32 clu)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	mutex_lock(&sbi->alloc_lock);
+	exfat_free_run(sb, clu, 1);
+	mutex_unlock(&sbi->alloc_lock);
 }

@@ -10,16 +10,52 @@
 
 void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir)
 {
+	memset(it, 0, sizeof(*it));
+	it->sb = dir->i_sb;
 	it->dir = dir;
-	it->bh = NULL;
-	it->sect = 0;
 }
 
-void exfat_dir_iter_release(struct exfat_dir_iter *it)
+/*
+ * Iterate over a directory known only by its first cluster, as the parent
+ * of an inode is: its clusters are found by walking the FAT (or, for a
+ * contiguous directory, by arithmetic), bounded by the largest directory.
+ */
+void exfat_dir_iter_init_pos(struct exfat_dir_iter *it, struct super_block *sb,
+			     u32 start_clu, u8 flags)
 {
-	if (it->bh)
-		exfat_put_sector(it->bh);
+	memset(it, 0, sizeof(*it));
+	it->sb = sb;
+	it->start_clu = start_clu;
+	it->flags = flags;
+}
+
+/* Release the current sector, writing it first if asked to. */
+static int exfat_dir_iter_put_bh(struct exfat_dir_iter *it)
+{
+	int err = 0;
+
+	if (!it->bh)
+		return 0;
+	if (it->dirty && it->sync)
+		err = exfat_sync_meta(it->sb, it->bh, false);
+	exfat_put_sector(it->bh);
 	it->bh = NULL;
+	it->dirty = false;
+	if (err && !it->err)
+		it->err = err;
+	return err;
+}
+
+int exfat_dir_iter_release(struct exfat_dir_iter *it)
+{
+	exfat_dir_iter_put_bh(it);
+	return it->err;
+}
+
+/* How messages name the directory: its inode number, or first cluster. */
+static unsigned long exfat_iter_dir_id(const struct exfat_dir_iter *it)
+{
+	return it->dir ? it->dir->i_ino : it->start_clu;
 }
 
 /* Number of entries the directory's DataLength holds. */
@@ -29,6 +65,52 @@ u32 exfat_dir_entries(struct inode *dir)
 	       EXFAT_DENTRY_SHIFT;
 }
 
+static int exfat_dir_iter_map(struct exfat_dir_iter *it, u32 fclu, u32 *clu)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(it->sb);
+	u32 len;
+	int err;
+
+	if (it->dir)
+		return exfat_map_cluster(it->dir, fclu, clu, &len);
+
+	if (fclu >= exfat_max_dir_clus(sbi))
+		return -EFSCORRUPTED;
+	if (it->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
+		*clu = it->start_clu + fclu;
+	} else {
+		struct exfat_fat_cursor cur = {};
+
+		if (!it->walk_clu || fclu < it->walk_fclu) {
+			it->walk_fclu = 0;
+			it->walk_clu = it->start_clu;
+		}
+		err = 0;
+		while (it->walk_fclu < fclu && !err) {
+			err = exfat_fat_next(it->sb, &cur, it->walk_clu,
+					     &it->walk_clu);
+			if (!err && it->walk_clu == EXFAT_FAT_EOC) {
+				exfat_fs_error(it->sb, "directory at %u ends before its cluster %u",
+					       it->start_clu, fclu);
+				err = -EFSCORRUPTED;
+			}
+			it->walk_fclu++;
+		}
+		exfat_fat_cursor_release(&cur);
+		if (err) {
+			it->walk_clu = 0;
+			return err;
+		}
+		*clu = it->walk_clu;
+	}
+	if (!exfat_clu_valid(sbi, *clu)) {
+		exfat_fs_error(it->sb, "directory at cluster %u: cluster %u out of range",
+			       it->start_clu, *clu);
+		return -EFSCORRUPTED;
+	}
+	return 0;
+}
+
 /*
  * Return a pointer to entry eidx, valid until the next call on the
  * iterator or its release.
@@ -36,15 +118,15 @@ u32 exfat_dir_entries(struct inode *dir)
 const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 					     u32 eidx)
 {
-	struct exfat_sb_info *sbi = EXFAT_SB(it->dir->i_sb);
+	struct exfat_sb_info *sbi = EXFAT_SB(it->sb);
 	u64 pos = (u64)eidx << EXFAT_DENTRY_SHIFT;
-	u32 clu, len;
+	u32 clu;
 	sector_t sect;
 	int err;
 
-	if (eidx >= exfat_dir_entries(it->dir))
+	if (it->dir && eidx >= exfat_dir_entries(it->dir))
 		return ERR_PTR(-ENOENT);
-	err = exfat_map_cluster(it->dir, pos >> sbi->clu_shift, &clu, &len);
+	err = exfat_dir_iter_map(it, pos >> sbi->clu_shift, &clu);
 	if (err)
 		return ERR_PTR(err);
 	sect = exfat_clu_to_sect(sbi, clu) +
@@ -52,19 +134,54 @@ const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 	if (!it->bh || it->sect != sect) {
 		struct buffer_head *bh;
 
+		exfat_dir_iter_put_bh(it);
 		/* a directory is read front to back: prefetch its cluster */
-		if ((pos & (sbi->clu_size - 1)) == 0 && sbi->clu_shift > sbi->sect_shift)
-			exfat_readahead_sectors(it->dir->i_sb, sect,
+		if ((pos & (sbi->clu_size - 1)) == 0 &&
+		    sbi->clu_shift > sbi->sect_shift)
+			exfat_readahead_sectors(it->sb, sect,
 						1U << (sbi->clu_shift - sbi->sect_shift));
-		bh = exfat_read_sector(it->dir->i_sb, sect);
+		bh = exfat_read_sector(it->sb, sect);
 		if (IS_ERR(bh))
 			return ERR_CAST(bh);
-		exfat_dir_iter_release(it);
 		it->bh = bh;
 		it->sect = sect;
 	}
 	return exfat_sector_data(it->bh) +
 	       (pos & ((1U << sbi->sect_shift) - 1));
+}
+
+/* Overwrite entry eidx with de; the sector is written back later. */
+int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
+		       const union exfat_dentry *de)
+{
+	union exfat_dentry *p;
+
+	p = (union exfat_dentry *)exfat_dir_iter_get(it, eidx);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
+	exfat_set_vol_dirty(it->sb);
+	*p = *de;
+	exfat_mark_meta_dirty(it->sb, it->bh);
+	it->dirty = true;
+	return 0;
+}
+
+/*
+ * Write an entry set back, its SetChecksum recomputed.  With it->sync the
+ * sectors are written before this returns.
+ */
+int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es)
+{
+	unsigned int i;
+	int err = 0;
+
+	es->de[0].file.set_checksum = cpu_to_le16(exfat_set_checksum(es->de,
+								     es->nr));
+	for (i = 0; i < es->nr && !err; i++)
+		err = exfat_dir_iter_put(it, es->eidx + i, &es->de[i]);
+	if (!err && it->sync)
+		err = exfat_dir_iter_put_bh(it);
+	return err ?: it->err;
 }
 
 int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de)
@@ -92,11 +209,12 @@ int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de)
 int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 			struct exfat_entry_set **esp)
 {
-	struct inode *dir = it->dir;
 	const union exfat_dentry *de;
 	struct exfat_entry_set *es;
 	const char *why;
 	unsigned int nr, i;
+	u32 limit = it->dir ? exfat_dir_entries(it->dir) :
+			      EXFAT_MAX_DIR_SIZE >> EXFAT_DENTRY_SHIFT;
 
 	de = exfat_dir_iter_get(it, eidx);
 	if (IS_ERR(de))
@@ -104,10 +222,9 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 	if (de->generic.type != EXFAT_TYPE_FILE)
 		return -ENOENT;
 	nr = de->file.secondary_count + 1;
-	if (nr < 1 + EXFAT_FILE_MIN_SECONDARY ||
-	    eidx + nr > exfat_dir_entries(dir)) {
-		exfat_fs_error(dir->i_sb, "directory %lu, entry %u: SecondaryCount %u out of range",
-			       dir->i_ino, eidx, nr - 1);
+	if (nr < 1 + EXFAT_FILE_MIN_SECONDARY || eidx + nr > limit) {
+		exfat_fs_error(it->sb, "directory %lu, entry %u: SecondaryCount %u out of range",
+			       exfat_iter_dir_id(it), eidx, nr - 1);
 		return -EFSCORRUPTED;
 	}
 
@@ -127,11 +244,186 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 
 	why = exfat_verify_file_set(es->de, nr);
 	if (why) {
-		exfat_fs_error(dir->i_sb, "directory %lu, entry %u: bad entry set (%s)",
-			       dir->i_ino, eidx, why);
+		exfat_fs_error(it->sb, "directory %lu, entry %u: bad entry set (%s)",
+			       exfat_iter_dir_id(it), eidx, why);
 		kfree(es);
 		return -EFSCORRUPTED;
 	}
 	*esp = es;
 	return 0;
+}
+
+/* Zero the clusters [fclu, fclu + n) of directory dir in the buffer cache. */
+static int exfat_zero_dir_clusters(struct inode *dir, u32 fclu, u32 n)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
+	u32 clu, run;
+	int err;
+
+	while (n) {
+		err = exfat_map_cluster_locked(dir, fclu, &clu, &run);
+		if (err)
+			return err;
+		run = min(run, n);
+		err = exfat_zero_sectors(dir->i_sb, exfat_clu_to_sect(sbi, clu),
+					 run << (sbi->clu_shift - sbi->sect_shift));
+		if (err)
+			return err;
+		fclu += run;
+		n -= run;
+	}
+	return 0;
+}
+
+/*
+ * Give directory dir one more cluster, zeroed (all end-of-directory
+ * entries).  The caller holds dir's i_rwsem exclusive.
+ */
+static int exfat_grow_dir(struct inode *dir)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(dir);
+	u32 old = ei->alloc_clus;
+	int err;
+
+	if (old + 1 > exfat_max_dir_clus(sbi))
+		return -ENOSPC;
+	down_write(&ei->map_lock);
+	err = exfat_alloc_clusters(dir, old + 1);
+	if (!err) {
+		err = exfat_zero_dir_clusters(dir, old, 1);
+		if (err)
+			exfat_free_clusters(dir, old);
+	}
+	if (!err) {
+		i_size_write(dir, (loff_t)ei->alloc_clus << sbi->clu_shift);
+		ei->valid_size = i_size_read(dir);
+		dir->i_blocks = i_size_read(dir) >> 9;
+	}
+	up_write(&ei->map_lock);
+	if (!err)
+		mark_inode_dirty(dir);
+	return err;
+}
+
+/*
+ * Find nr consecutive unused entries in dir, growing it when there are
+ * none.  Returns the index of the first.
+ */
+int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
+{
+	struct exfat_dir_iter it;
+	const union exfat_dentry *de;
+	u32 i, run = 0, total;
+	int err = 0;
+
+	for (;;) {
+		total = exfat_dir_entries(dir);
+		exfat_dir_iter_init(&it, dir);
+		for (i = 0; i < total; i++) {
+			de = exfat_dir_iter_get(&it, i);
+			if (IS_ERR(de)) {
+				err = PTR_ERR(de);
+				break;
+			}
+			if (exfat_type_in_use(de->generic.type)) {
+				run = 0;
+				continue;
+			}
+			if (++run == nr)
+				break;
+		}
+		exfat_dir_iter_release(&it);
+		if (err)
+			return err;
+		if (run == nr) {
+			*eidx = i + 1 - nr;
+			return 0;
+		}
+		/* a free run at the end continues into the new cluster */
+		err = exfat_grow_dir(dir);
+		if (err)
+			return err;
+	}
+}
+
+/* Mark the entries of the set at eidx, nr long, as no longer in use. */
+int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr)
+{
+	const union exfat_dentry *de;
+	union exfat_dentry tmp;
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < nr; i++) {
+		de = exfat_dir_iter_get(it, eidx + i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		tmp = *de;
+		tmp.generic.type &= ~EXFAT_TYPE_IN_USE;
+		err = exfat_dir_iter_put(it, eidx + i, &tmp);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Build a file entry set named uni (len units) in a new buffer: File and
+ * Stream entries from tmpl when given (a rename keeps everything but the
+ * name, benign secondaries included), else empty ones for attr.
+ */
+struct exfat_entry_set *exfat_build_set(struct super_block *sb,
+					const u16 *uni, unsigned int len,
+					const struct exfat_entry_set *tmpl,
+					u16 attr)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	unsigned int nname = DIV_ROUND_UP(len, EXFAT_NAME_PER_ENTRY);
+	unsigned int extra = 0, nr, i;
+	struct exfat_entry_set *es;
+	__le16 *le;
+
+	if (tmpl)
+		extra = tmpl->nr - 2 -
+			DIV_ROUND_UP(exfat_es_stream(tmpl)->name_len,
+				     EXFAT_NAME_PER_ENTRY);
+	nr = 2 + nname + extra;
+	if (nr > EXFAT_MAX_SET_ENTRIES)
+		return ERR_PTR(-ENAMETOOLONG);
+	es = kzalloc(struct_size(es, de, nr), GFP_NOFS);
+	le = kmalloc_array(len, sizeof(*le), GFP_NOFS);
+	if (!es || !le) {
+		kfree(es);
+		kfree(le);
+		return ERR_PTR(-ENOMEM);
+	}
+	es->nr = nr;
+	if (tmpl) {
+		es->de[0] = tmpl->de[0];
+		es->de[1] = tmpl->de[1];
+		memcpy(&es->de[2 + nname], &tmpl->de[tmpl->nr - extra],
+		       extra * sizeof(es->de[0]));
+	} else {
+		es->de[0].file.type = EXFAT_TYPE_FILE;
+		es->de[0].file.attr = cpu_to_le16(attr);
+		es->de[1].stream.type = EXFAT_TYPE_STREAM;
+		es->de[1].stream.flags = EXFAT_FLAG_ALLOC_POSSIBLE;
+	}
+	es->de[0].file.secondary_count = nr - 1;
+	es->de[1].stream.name_len = len;
+	for (i = 0; i < len; i++)
+		le[i] = cpu_to_le16(uni[i]);
+	es->de[1].stream.name_hash = cpu_to_le16(exfat_name_hash(sbi->upcase,
+								 le, len));
+	for (i = 0; i < nname; i++) {
+		unsigned int n = min(len - i * EXFAT_NAME_PER_ENTRY,
+				     EXFAT_NAME_PER_ENTRY);
+
+		es->de[2 + i].name.type = EXFAT_TYPE_NAME;
+		memcpy(es->de[2 + i].name.name, le + i * EXFAT_NAME_PER_ENTRY,
+		       n * sizeof(*le));
+	}
+	kfree(le);
+	return es;
 }

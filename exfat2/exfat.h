@@ -103,6 +103,9 @@ struct exfat_sb_info {
 
 	/* Volume label in UTF-16, protected by label_lock. */
 	struct mutex	label_lock;
+
+	/* vol_lock serialises updates of VolumeFlags on disk */
+	struct mutex	vol_lock;
 	u16		label[EXFAT_LABEL_MAX_LEN];
 	unsigned int	label_len;
 
@@ -136,6 +139,12 @@ struct exfat_inode_info {
 	 */
 	struct rw_semaphore map_lock;
 	loff_t		valid_size;	/* ValidDataLength */
+	u32		alloc_clus;	/* clusters in the chain */
+	/*
+	 * False while the block holding ValidDataLength may hold stale bytes
+	 * past it on disk (as another system left it); see file.c.
+	 */
+	bool		tail_clean;
 	struct exfat_extent *ext;	/* sorted by fclu, contiguous in fclu */
 	unsigned int	nr_ext;
 	unsigned int	ext_cap;
@@ -180,6 +189,12 @@ static inline u64 exfat_bytes_to_clus(const struct exfat_sb_info *sbi,
 				      loff_t size)
 {
 	return ((u64)size + sbi->clu_size - 1) >> sbi->clu_shift;
+}
+
+/* Clusters of the largest directory the specification allows. */
+static inline u32 exfat_max_dir_clus(const struct exfat_sb_info *sbi)
+{
+	return max(EXFAT_MAX_DIR_SIZE >> sbi->clu_shift, 1U);
 }
 
 static inline unsigned int exfat_dentries_per_clu(const struct exfat_sb_info *sbi)
@@ -241,6 +256,7 @@ void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);
 int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua);
 void exfat_put_sector(struct buffer_head *bh);
+int exfat_zero_sectors(struct super_block *sb, sector_t sect, unsigned int nr);
 void *exfat_sector_data(struct buffer_head *bh);
 
 /* fatent.c */
@@ -252,6 +268,8 @@ struct exfat_fat_cursor {
 void exfat_fat_cursor_release(struct exfat_fat_cursor *cur);
 int exfat_fat_next(struct super_block *sb, struct exfat_fat_cursor *cur,
 		   u32 clu, u32 *next);
+int exfat_fat_set(struct super_block *sb, struct exfat_fat_cursor *cur,
+		  u32 clu, u32 val);
 int exfat_get_fat(struct super_block *sb, u32 clu, u32 *next);
 int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
 		      u32 *count);
@@ -260,6 +278,10 @@ int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
 int exfat_load_bitmap(struct super_block *sb, u32 clu, u64 len);
 void exfat_free_bitmap(struct super_block *sb);
 bool exfat_clu_in_use(struct super_block *sb, u32 clu);
+int exfat_alloc_clusters(struct inode *inode, u32 want);
+int exfat_free_clusters(struct inode *inode, u32 keep);
+int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
+void exfat_free_dir_cluster(struct super_block *sb, u32 clu);
 
 /* upcase.c */
 int exfat_load_upcase(struct super_block *sb, u32 clu, u64 len, u32 csum);
@@ -282,11 +304,26 @@ unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len);
 
 /* map.c */
 int exfat_map_cluster(struct inode *inode, u32 fclu, u32 *clu, u32 *len);
+int exfat_map_cluster_locked(struct inode *inode, u32 fclu, u32 *clu,
+			     u32 *len);
+u32 exfat_map_cached(struct inode *inode, u32 fclu);
+int exfat_fill_all_extents(struct inode *inode);
+int exfat_extents_from_contiguous(struct inode *inode);
+int exfat_extents_append(struct inode *inode, u32 clu, u32 len);
+void exfat_extents_truncate(struct inode *inode, u32 keep);
 void exfat_drop_extents(struct inode *inode);
 
 /* entry.c */
 struct exfat_dir_iter {
-	struct inode	*dir;
+	struct super_block *sb;
+	struct inode	*dir;		/* NULL: walk from start_clu */
+	u32		start_clu;
+	u8		flags;		/* EXFAT_FLAG_NO_FAT_CHAIN */
+	bool		sync;		/* write modified sectors at once */
+	bool		dirty;		/* bh was modified */
+	int		err;		/* first write error */
+	u32		walk_fclu;	/* FAT walk position: file cluster */
+	u32		walk_clu;	/* ... and its disk cluster */
 	struct buffer_head *bh;		/* sector last returned from */
 	sector_t	sect;
 };
@@ -304,7 +341,18 @@ exfat_es_stream(const struct exfat_entry_set *es)
 }
 
 void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir);
-void exfat_dir_iter_release(struct exfat_dir_iter *it);
+void exfat_dir_iter_init_pos(struct exfat_dir_iter *it, struct super_block *sb,
+			     u32 start_clu, u8 flags);
+int exfat_dir_iter_release(struct exfat_dir_iter *it);
+int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
+		       const union exfat_dentry *de);
+int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es);
+int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx);
+int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr);
+struct exfat_entry_set *exfat_build_set(struct super_block *sb,
+					const u16 *uni, unsigned int len,
+					const struct exfat_entry_set *tmpl,
+					u16 attr);
 const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 					     u32 eidx);
 u32 exfat_dir_entries(struct inode *dir);
@@ -319,6 +367,12 @@ struct inode *exfat_iget(struct super_block *sb, struct inode *dir,
 struct inode *exfat_ilookup(struct super_block *sb, struct inode *dir,
 			    u32 eidx);
 umode_t exfat_make_mode(struct exfat_sb_info *sbi, u16 attr);
+int exfat_write_inode(struct inode *inode, struct writeback_control *wbc);
+void exfat_set_position(struct inode *inode, struct inode *dir, u32 eidx);
+int __exfat_write_inode(struct inode *inode, bool sync);
+int exfat_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+		  struct iattr *attr);
+int exfat_update_time(struct inode *inode, int flags);
 int exfat_getattr(struct mnt_idmap *idmap, const struct path *path,
 		  struct kstat *stat, u32 request_mask, unsigned int flags);
 int exfat_local_offset(struct super_block *sb);
@@ -326,6 +380,7 @@ int exfat_local_offset(struct super_block *sb);
 /* file.c */
 extern const struct file_operations exfat_file_operations;
 extern const struct address_space_operations exfat_aops;
+int exfat_truncate(struct inode *inode, loff_t size);
 int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
 		 u64 start, u64 len);
 
@@ -348,5 +403,6 @@ long exfat_compat_ioctl(struct file *file, unsigned int cmd,
 
 /* super.c */
 void exfat_set_ro(struct super_block *sb);
+void exfat_set_vol_dirty(struct super_block *sb);
 
 #endif /* _EXFAT2_H */

@@ -102,3 +102,28 @@ int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
 	*count = n;
 	return err;
 }
+
+/*
+ * Set FAT entry clu to val in the active FAT.  Called with alloc_lock
+ * held; the sector is left dirty in the buffer cache.
+ */
+int exfat_fat_set(struct super_block *sb, struct exfat_fat_cursor *cur,
+		  u32 clu, u32 val)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u64 off = (u64)clu * EXFAT_FAT_ENTRY_SIZE;
+	__le32 *ent;
+	u32 old;
+	int err;
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	if (WARN_ON_ONCE(!exfat_clu_valid(sbi, clu)))
+		return -EIO;
+	err = exfat_fat_lookup(sb, cur, clu, &old);
+	if (err)
+		return err;
+	ent = exfat_sector_data(cur->bh) + (off & ((1U << sbi->sect_shift) - 1));
+	*ent = cpu_to_le32(val);
+	exfat_mark_meta_dirty(sb, cur->bh);
+	return 0;
+}

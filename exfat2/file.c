@@ -4,9 +4,14 @@
  * splice, SEEK_DATA/SEEK_HOLE and FIEMAP all use one mapping function.
  *
  * The range between ValidDataLength and DataLength holds no data (§7.6.5):
- * it is reported as an unwritten extent, which iomap reads as zeros.  When
- * ValidDataLength falls inside a block, that block is read by hand and its
- * tail zeroed, since iomap in 6.12 cannot zero part of a mapped block.
+ * it is reported as an unwritten extent, which iomap reads as zeros.
+ *
+ * When ValidDataLength falls inside a block, the disk may hold stale bytes
+ * after it in that block.  Until the first write to the file, such a block
+ * is read by hand and its tail zeroed (iomap in 6.12 cannot zero part of a
+ * mapped block).  Before anything is written, the tail is zeroed through
+ * the page cache, so it reaches the disk before any dirty folio of the file
+ * does and the hand-read path is never needed again (ei->tail_clean).
  */
 #include <linux/iomap.h>
 #include <linux/pagemap.h>
@@ -21,7 +26,8 @@ static bool exfat_vdl_block(struct inode *inode, loff_t *start, loff_t *end)
 	loff_t vdl = READ_ONCE(EXFAT_I(inode)->valid_size);
 	loff_t mask = i_blocksize(inode) - 1;
 
-	if (vdl >= i_size_read(inode) || !(vdl & mask))
+	if (READ_ONCE(EXFAT_I(inode)->tail_clean) ||
+	    vdl >= i_size_read(inode) || !(vdl & mask))
 		return false;
 	*start = vdl & ~mask;
 	*end = *start + mask + 1;
@@ -63,8 +69,9 @@ static int exfat_read_iomap_begin(struct inode *inode, loff_t pos,
 		if (pos >= vend) {
 			iomap->type = IOMAP_UNWRITTEN;
 		} else if (pos >= vstart) {
-			/* exfat_read_vdl_folio() reads this block */
-			if (!(flags & IOMAP_REPORT))
+			/* unless its tail is clean, exfat_read_vdl_folio() reads it */
+			if (!READ_ONCE(EXFAT_I(inode)->tail_clean) &&
+			    !(flags & IOMAP_REPORT))
 				return -EAGAIN;
 			length = min(length, vend - pos);
 		} else {
@@ -89,6 +96,14 @@ static int exfat_read_vdl_folio(struct inode *inode, struct folio *folio)
 	size_t off;
 	int err = 0;
 
+	/*
+	 * Nothing was written to the file yet (see the top comment), so the
+	 * folio is clean: whatever readahead left in it is read again.
+	 */
+	if (folio_test_private(folio) && !iomap_release_folio(folio, GFP_NOFS)) {
+		folio_unlock(folio);
+		return -EIO;
+	}
 	for (off = 0; off < folio_size(folio); off += bsize) {
 		loff_t p = pos + off;
 		struct bio *bio;
@@ -137,6 +152,384 @@ static void exfat_readahead(struct readahead_control *rac)
 	iomap_readahead(rac, &exfat_read_iomap_ops);
 }
 
+/*
+ * Mapping for writes.  Clusters are allocated here, up to the end of the
+ * range, so the chain always covers what the page cache may write back.
+ * Blocks past ValidDataLength are unwritten: iomap zeroes the parts of
+ * them a write does not cover instead of reading the disk.
+ */
+static int exfat_write_iomap_begin(struct inode *inode, loff_t pos,
+				   loff_t length, unsigned int flags,
+				   struct iomap *iomap, struct iomap *srcmap)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	loff_t bmask = i_blocksize(inode) - 1;
+	u64 need = exfat_bytes_to_clus(sbi, pos + length);
+	u32 fclu = pos >> sbi->clu_shift, off, clu, run;
+	loff_t vend;
+	int err = 0;
+
+	if (need > sbi->clu_count)
+		return -ENOSPC;
+	iomap->bdev = inode->i_sb->s_bdev;
+	iomap->offset = pos;
+	iomap->flags = 0;
+
+	down_write(&ei->map_lock);
+	if (flags & IOMAP_ZERO) {
+		if (fclu >= ei->alloc_clus) {
+			iomap->type = IOMAP_HOLE;
+			iomap->addr = IOMAP_NULL_ADDR;
+			iomap->length = length;
+			goto out;
+		}
+	} else if (need > ei->alloc_clus) {
+		/* near a full volume, map what fits: the write comes up short */
+		u64 avail = ei->alloc_clus + READ_ONCE(sbi->free_clusters);
+
+		if (need > avail && avail > fclu)
+			need = avail;
+		err = exfat_alloc_clusters(inode, need);
+		if (err)
+			goto out;
+		iomap->flags |= IOMAP_F_DIRTY;
+	}
+
+	err = exfat_map_cluster_locked(inode, fclu, &clu, &run);
+	if (err)
+		goto out;
+	off = pos & (sbi->clu_size - 1);
+	iomap->addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) + off;
+	length = min_t(u64, length, ((u64)run << sbi->clu_shift) - off);
+
+	vend = (ei->valid_size + bmask) & ~bmask;
+	if (flags & IOMAP_ZERO || pos < vend) {
+		iomap->type = IOMAP_MAPPED;
+		if (!(flags & IOMAP_ZERO))
+			length = min(length, vend - pos);
+	} else {
+		iomap->type = IOMAP_UNWRITTEN;
+	}
+	iomap->length = length;
+out:
+	up_write(&ei->map_lock);
+	return err;
+}
+
+static const struct iomap_ops exfat_write_iomap_ops = {
+	.iomap_begin	= exfat_write_iomap_begin,
+};
+
+static int exfat_map_blocks(struct iomap_writepage_ctx *wpc,
+			    struct inode *inode, loff_t offset, unsigned int len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	u32 off, clu, run;
+	int err;
+
+	if (offset >= wpc->iomap.offset &&
+	    offset < wpc->iomap.offset + wpc->iomap.length)
+		return 0;
+	if (offset >> sbi->clu_shift >= READ_ONCE(EXFAT_I(inode)->alloc_clus))
+		return -EIO;
+	err = exfat_map_cluster(inode, offset >> sbi->clu_shift, &clu, &run);
+	if (err)
+		return err;
+	off = offset & (sbi->clu_size - 1);
+	wpc->iomap.type = IOMAP_MAPPED;
+	wpc->iomap.flags = 0;
+	wpc->iomap.bdev = inode->i_sb->s_bdev;
+	wpc->iomap.offset = offset;
+	wpc->iomap.addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) +
+			  off;
+	wpc->iomap.length = ((u64)run << sbi->clu_shift) - off;
+	return 0;
+}
+
+static const struct iomap_writeback_ops exfat_writeback_ops = {
+	.map_blocks	= exfat_map_blocks,
+};
+
+static int exfat_writepages(struct address_space *mapping,
+			    struct writeback_control *wbc)
+{
+	struct iomap_writepage_ctx wpc = {};
+
+	if (unlikely(exfat_forced_shutdown(mapping->host->i_sb)))
+		return -EIO;
+	return iomap_writepages(mapping, wbc, &wpc, &exfat_writeback_ops);
+}
+
+static int exfat_zero_vdl_tail(struct inode *inode);
+
+/* Raise ValidDataLength to end (within the file) after data was written. */
+static void exfat_extend_valid(struct inode *inode, loff_t end)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	down_write(&ei->map_lock);
+	end = min(end, i_size_read(inode));
+	if (end > ei->valid_size) {
+		ei->valid_size = end;
+		up_write(&ei->map_lock);
+		mark_inode_dirty(inode);
+		return;
+	}
+	up_write(&ei->map_lock);
+}
+
+/* Give back clusters a failed or short write allocated past the size. */
+static void exfat_trim_alloc(struct inode *inode)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	u32 keep = exfat_bytes_to_clus(sbi, i_size_read(inode));
+
+	down_write(&ei->map_lock);
+	if (ei->alloc_clus > keep) {
+		exfat_free_clusters(inode, keep);
+		mark_inode_dirty(inode);
+	}
+	up_write(&ei->map_lock);
+}
+
+/*
+ * Grow the file to size with clusters but no data: the new range lies past
+ * ValidDataLength, so it reads as zeros without being written.
+ */
+static int exfat_expand(struct inode *inode, loff_t size)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	u64 need = exfat_bytes_to_clus(sbi, size);
+	int err;
+
+	if (need > sbi->clu_count)
+		return -ENOSPC;
+	down_write(&ei->map_lock);
+	err = exfat_alloc_clusters(inode, need);
+	up_write(&ei->map_lock);
+	if (err)
+		return err;
+	truncate_setsize(inode, size);
+	mark_inode_dirty(inode);
+	/* the old end may sit inside a block whose disk tail is stale */
+	return exfat_zero_vdl_tail(inode);
+}
+
+/*
+ * Zero the rest of the block holding ValidDataLength, through the page
+ * cache: whatever the disk holds there is undefined (§7.6.5).
+ */
+static int exfat_zero_vdl_tail(struct inode *inode)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	loff_t bmask = i_blocksize(inode) - 1;
+	loff_t vdl = READ_ONCE(ei->valid_size);
+	loff_t end = min((vdl + bmask) & ~bmask, i_size_read(inode));
+	int err = 0;
+
+	if (vdl < end)
+		err = iomap_zero_range(inode, vdl, end - vdl, NULL,
+				       &exfat_write_iomap_ops);
+	if (!err)
+		WRITE_ONCE(ei->tail_clean, true);
+	return err;
+}
+
+/*
+ * Before data lands at pos: the block holding ValidDataLength gets a clean
+ * tail, the file grows to pos if it is shorter, and the bytes between
+ * ValidDataLength and pos become zeros.  The caller holds i_rwsem.
+ */
+static int exfat_prepare_write(struct inode *inode, loff_t pos)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	loff_t vdl;
+	int err;
+
+	if (!ei->tail_clean) {
+		err = exfat_zero_vdl_tail(inode);
+		if (err)
+			return err;
+	}
+	if (pos > i_size_read(inode)) {
+		err = exfat_expand(inode, pos);
+		if (err)
+			return err;
+	}
+	vdl = READ_ONCE(ei->valid_size);
+	if (pos <= vdl)
+		return 0;
+	err = iomap_zero_range(inode, vdl, pos - vdl, NULL,
+			       &exfat_write_iomap_ops);
+	if (!err)
+		exfat_extend_valid(inode, pos);
+	return err;
+}
+
+static int exfat_dio_write_end_io(struct kiocb *iocb, ssize_t size, int error,
+				  unsigned int flags)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	loff_t end = iocb->ki_pos + size;
+
+	if (error || size <= 0)
+		return error;
+	if (end > i_size_read(inode)) {
+		i_size_write(inode, end);
+		mark_inode_dirty(inode);
+	}
+	exfat_extend_valid(inode, end);
+	return 0;
+}
+
+static const struct iomap_dio_ops exfat_dio_write_ops = {
+	.end_io		= exfat_dio_write_end_io,
+};
+
+static ssize_t exfat_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	loff_t pos;
+	ssize_t ret;
+
+	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
+		return -EIO;
+	if (iocb->ki_flags & IOCB_NOWAIT) {
+		if (!inode_trylock(inode))
+			return -EAGAIN;
+	} else {
+		inode_lock(inode);
+	}
+	ret = generic_write_checks(iocb, from);
+	if (ret <= 0)
+		goto out;
+	ret = file_modified(iocb->ki_filp);
+	if (ret)
+		goto out;
+	/* like Windows: a modified file needs archiving */
+	EXFAT_I(inode)->attr |= EXFAT_ATTR_ARCHIVE;
+
+	pos = iocb->ki_pos;
+	ret = exfat_prepare_write(inode, pos);
+	if (ret)
+		goto out_trim;
+
+	if (iocb->ki_flags & IOCB_DIRECT) {
+		ret = filemap_write_and_wait_range(inode->i_mapping, 0,
+						   pos + iov_iter_count(from) - 1);
+		if (!ret)
+			ret = iomap_dio_rw(iocb, from, &exfat_write_iomap_ops,
+					   &exfat_dio_write_ops, 0, NULL, 0);
+		if (ret == -ENOTBLK)
+			ret = 0;
+		if (ret >= 0 && iov_iter_count(from)) {
+			/* finish what direct I/O could not through the cache */
+			ssize_t done = ret;
+
+			iocb->ki_flags &= ~IOCB_DIRECT;
+			ret = iomap_file_buffered_write(iocb, from,
+							&exfat_write_iomap_ops,
+							NULL);
+			if (ret > 0) {
+				exfat_extend_valid(inode, iocb->ki_pos);
+				ret += done;
+			} else if (done) {
+				ret = done;
+			}
+		}
+	} else {
+		ret = iomap_file_buffered_write(iocb, from,
+						&exfat_write_iomap_ops, NULL);
+		if (ret > 0)
+			exfat_extend_valid(inode, iocb->ki_pos);
+	}
+out_trim:
+	if (EXFAT_I(inode)->alloc_clus >
+	    exfat_bytes_to_clus(EXFAT_SB(inode->i_sb), i_size_read(inode)))
+		exfat_trim_alloc(inode);
+out:
+	inode_unlock(inode);
+	if (ret > 0)
+		ret = generic_write_sync(iocb, ret);
+	return ret;
+}
+
+/* Change the size; the caller holds i_rwsem. */
+int exfat_truncate(struct inode *inode, loff_t size)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	int err;
+
+	inode_dio_wait(inode);
+	if (!ei->tail_clean) {
+		err = exfat_zero_vdl_tail(inode);
+		if (err)
+			return err;
+	}
+	if (size > i_size_read(inode))
+		return exfat_expand(inode, size);
+
+	filemap_invalidate_lock(inode->i_mapping);
+	truncate_setsize(inode, size);
+	down_write(&ei->map_lock);
+	ei->valid_size = min(ei->valid_size, size);
+	err = exfat_free_clusters(inode, exfat_bytes_to_clus(sbi, size));
+	up_write(&ei->map_lock);
+	filemap_invalidate_unlock(inode->i_mapping);
+	mark_inode_dirty(inode);
+	return err;
+}
+
+static vm_fault_t exfat_page_mkwrite(struct vm_fault *vmf)
+{
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+	struct folio *folio = page_folio(vmf->page);
+	vm_fault_t ret;
+
+	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
+		return VM_FAULT_SIGBUS;
+	sb_start_pagefault(inode->i_sb);
+	file_update_time(vmf->vma->vm_file);
+	filemap_invalidate_lock_shared(inode->i_mapping);
+	ret = iomap_page_mkwrite(vmf, &exfat_write_iomap_ops);
+	if (!(ret & VM_FAULT_ERROR))
+		exfat_extend_valid(inode, folio_pos(folio) + folio_size(folio));
+	filemap_invalidate_unlock_shared(inode->i_mapping);
+	sb_end_pagefault(inode->i_sb);
+	return ret;
+}
+
+static const struct vm_operations_struct exfat_file_vm_ops = {
+	.fault		= filemap_fault,
+	.map_pages	= filemap_map_pages,
+	.page_mkwrite	= exfat_page_mkwrite,
+};
+
+static int exfat_file_fsync(struct file *file, loff_t start, loff_t end,
+			    int datasync)
+{
+	struct inode *inode = file_inode(file);
+	struct super_block *sb = inode->i_sb;
+	int err;
+
+	if (unlikely(exfat_forced_shutdown(sb)))
+		return -EIO;
+	err = file_write_and_wait_range(file, start, end);
+	if (err)
+		return err;
+	/* allocation (bitmap, FAT) and new entries before the entry set */
+	err = sync_blockdev(sb->s_bdev);
+	if (!err)
+		err = sync_inode_metadata(inode, 1);
+	if (!err)
+		err = blkdev_issue_flush(sb->s_bdev);
+	return err;
+}
+
 static sector_t exfat_bmap(struct address_space *mapping, sector_t block)
 {
 	return iomap_bmap(mapping, block, &exfat_read_iomap_ops);
@@ -145,6 +538,8 @@ static sector_t exfat_bmap(struct address_space *mapping, sector_t block)
 const struct address_space_operations exfat_aops = {
 	.read_folio		= exfat_read_folio,
 	.readahead		= exfat_readahead,
+	.writepages		= exfat_writepages,
+	.dirty_folio		= iomap_dirty_folio,
 	.bmap			= exfat_bmap,
 	.invalidate_folio	= iomap_invalidate_folio,
 	.release_folio		= iomap_release_folio,
@@ -212,9 +607,20 @@ static loff_t exfat_file_llseek(struct file *file, loff_t offset, int whence)
 
 static int exfat_file_open(struct inode *inode, struct file *file)
 {
+	int err = 0;
+
 	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
 		return -EIO;
 	file->f_mode |= FMODE_CAN_ODIRECT;
+	/* writers (and mmap writes) need a clean tail; see the top comment */
+	if (file->f_mode & FMODE_WRITE && !READ_ONCE(EXFAT_I(inode)->tail_clean)) {
+		inode_lock(inode);
+		if (!EXFAT_I(inode)->tail_clean)
+			err = exfat_zero_vdl_tail(inode);
+		inode_unlock(inode);
+		if (err)
+			return err;
+	}
 	return generic_file_open(inode, file);
 }
 
@@ -231,7 +637,9 @@ static int exfat_file_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	if (unlikely(exfat_forced_shutdown(file_inode(file)->i_sb)))
 		return -EIO;
-	return generic_file_readonly_mmap(file, vma);
+	file_accessed(file);
+	vma->vm_ops = &exfat_file_vm_ops;
+	return 0;
 }
 
 int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
@@ -249,8 +657,11 @@ const struct file_operations exfat_file_operations = {
 	.open		= exfat_file_open,
 	.llseek		= exfat_file_llseek,
 	.read_iter	= exfat_file_read_iter,
+	.write_iter	= exfat_file_write_iter,
 	.mmap		= exfat_file_mmap,
+	.fsync		= exfat_file_fsync,
 	.splice_read	= exfat_splice_read,
+	.splice_write	= iter_file_splice_write,
 	.unlocked_ioctl	= exfat_ioctl,
 #ifdef CONFIG_COMPAT
 	.compat_ioctl	= exfat_compat_ioctl,

@@ -6,6 +6,7 @@
 #include <linux/iversion.h>
 #include <linux/time.h>
 #include <linux/hash.h>
+#include <linux/writeback.h>
 #include "exfat.h"
 
 struct exfat_iget_key {
@@ -133,6 +134,9 @@ static int exfat_fill_inode(struct inode *inode, struct inode *dir,
 	ei->valid_size = le64_to_cpu(st->valid_size);
 	if (!inode->i_size)
 		ei->start_clu = 0;
+	ei->alloc_clus = exfat_bytes_to_clus(sbi, inode->i_size);
+	ei->tail_clean = ei->valid_size >= inode->i_size ||
+			 !(ei->valid_size & (sb->s_blocksize - 1));
 	inode->i_blocks = round_up(inode->i_size, sbi->clu_size) >> 9;
 	inode->i_uid = sbi->opts.fs_uid;
 	inode->i_gid = sbi->opts.fs_gid;
@@ -208,7 +212,202 @@ int exfat_getattr(struct mnt_idmap *idmap, const struct path *path,
 	return 0;
 }
 
+static void exfat_set_time(const struct timespec64 *ts, __le32 *stamp,
+			   u8 *cs, u8 *tz)
+{
+	struct exfat_time t;
+
+	exfat_ts_to_time(ts, 0, &t);
+	*stamp = t.stamp;
+	if (cs)
+		*cs = t.cs;
+	*tz = t.tz;
+}
+
+/*
+ * Write the inode's attributes, times, size and chain into its entry set.
+ * With sync, the sectors are on the device when this returns.
+ */
+int __exfat_write_inode(struct inode *inode, bool sync)
+{
+	struct super_block *sb = inode->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	struct exfat_dentry_stream *st;
+	struct exfat_dentry_file *fe;
+	struct exfat_entry_set *es;
+	struct exfat_dir_iter it;
+	struct timespec64 ts;
+	u64 size, valid;
+	int err, err2;
+
+	if (ei->eidx == EXFAT_ROOT_EIDX || !inode->i_nlink || sb_rdonly(sb))
+		return 0;
+	if (exfat_forced_shutdown(sb))
+		return -EIO;
+
+	exfat_dir_iter_init_pos(&it, sb, ei->dir_clu, ei->dir_flags);
+	it.sync = sync;
+	down_read(&ei->map_lock);
+	err = exfat_get_entry_set(&it, ei->eidx, &es);
+	if (err)
+		goto out;
+	fe = &es->de[0].file;
+	st = &es->de[1].stream;
+
+	fe->attr = cpu_to_le16(exfat_inode_attr(inode));
+	exfat_set_time(&ei->btime, &fe->create_time, &fe->create_10ms,
+		       &fe->create_tz);
+	ts = inode_get_mtime(inode);
+	exfat_set_time(&ts, &fe->modify_time, &fe->modify_10ms, &fe->modify_tz);
+	ts = inode_get_atime(inode);
+	exfat_set_time(&ts, &fe->access_time, NULL, &fe->access_tz);
+
+	if (S_ISDIR(inode->i_mode)) {
+		size = (u64)ei->alloc_clus << sbi->clu_shift;
+		valid = size;
+	} else {
+		size = i_size_read(inode);
+		valid = min_t(u64, ei->valid_size, size);
+	}
+	st->flags = EXFAT_FLAG_ALLOC_POSSIBLE | ei->flags;
+	st->first_cluster = cpu_to_le32(ei->start_clu);
+	st->size = cpu_to_le64(size);
+	st->valid_size = cpu_to_le64(valid);
+	err = exfat_put_entry_set(&it, es);
+	kfree(es);
+out:
+	up_read(&ei->map_lock);
+	err2 = exfat_dir_iter_release(&it);
+	return err ?: err2;
+}
+
+int exfat_write_inode(struct inode *inode, struct writeback_control *wbc)
+{
+	return __exfat_write_inode(inode, wbc->sync_mode == WB_SYNC_ALL);
+}
+
+/* exFAT keeps access times to 2 seconds, with no 10 ms field. */
+static void exfat_truncate_atime(struct inode *inode)
+{
+	struct timespec64 ts = inode_get_atime(inode);
+
+	ts.tv_sec &= ~1LL;
+	ts.tv_nsec = 0;
+	inode_set_atime_to_ts(inode, ts);
+}
+
+int exfat_update_time(struct inode *inode, int flags)
+{
+	generic_update_time(inode, flags);
+	if (flags & S_ATIME)
+		exfat_truncate_atime(inode);
+	return 0;
+}
+
+/*
+ * Like vfat: a caller that does not own the file may still set its times
+ * when allow_utime grants write permission to its class.
+ */
+static bool exfat_may_set_time(struct mnt_idmap *idmap,
+			       const struct exfat_sb_info *sbi,
+			       struct inode *inode)
+{
+	unsigned short allow = sbi->opts.allow_utime;
+
+	if (vfsuid_eq_kuid(i_uid_into_vfsuid(idmap, inode), current_fsuid()))
+		return false;
+	if (vfsgid_in_group_p(i_gid_into_vfsgid(idmap, inode)))
+		allow >>= 3;
+	return allow & MAY_WRITE;
+}
+
+/*
+ * Permission bits exFAT can store: the r and x bits are fixed by the
+ * masks, and the w bits are all or nothing (the read-only attribute) for
+ * files whose mask lets any be set.  Returns false for any other mode.
+ */
+static bool exfat_mode_storable(const struct exfat_sb_info *sbi,
+				struct inode *inode, umode_t mode)
+{
+	umode_t mask = S_ISDIR(inode->i_mode) ? sbi->opts.fs_dmask :
+						sbi->opts.fs_fmask;
+	umode_t perm = mode & ~(S_IFMT | mask);
+
+	if ((perm & 0555) != (inode->i_mode & 0555))
+		return false;
+	if (S_ISDIR(inode->i_mode) || !(~mask & 0222))
+		return (perm & 0222) == (inode->i_mode & 0222);
+	return !(perm & 0222) || (perm & 0222) == (0222 & ~mask);
+}
+
+int exfat_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+		  struct iattr *attr)
+{
+	struct inode *inode = d_inode(dentry);
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	unsigned int valid = attr->ia_valid;
+	int err;
+
+	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
+		return -EIO;
+
+	if ((valid & (ATTR_MTIME_SET | ATTR_ATIME_SET | ATTR_TIMES_SET)) &&
+	    exfat_may_set_time(idmap, sbi, inode))
+		attr->ia_valid &= ~(ATTR_MTIME_SET | ATTR_ATIME_SET |
+				    ATTR_TIMES_SET);
+	err = setattr_prepare(idmap, dentry, attr);
+	attr->ia_valid = valid;
+	if (err)
+		return err;
+
+	if ((valid & ATTR_UID &&
+	     !uid_eq(from_vfsuid(idmap, i_user_ns(inode), attr->ia_vfsuid),
+		     sbi->opts.fs_uid)) ||
+	    (valid & ATTR_GID &&
+	     !gid_eq(from_vfsgid(idmap, i_user_ns(inode), attr->ia_vfsgid),
+		     sbi->opts.fs_gid)) ||
+	    (valid & ATTR_MODE &&
+	     attr->ia_mode & ~(S_IFREG | S_IFLNK | S_IFDIR | 0777)))
+		return -EPERM;
+
+	/* as vfat and the in-tree driver: an unstorable mode is ignored */
+	if (valid & ATTR_MODE && !exfat_mode_storable(sbi, inode, attr->ia_mode))
+		attr->ia_valid &= ~ATTR_MODE;
+
+	if (valid & ATTR_SIZE) {
+		err = exfat_truncate(inode, attr->ia_size);
+		if (err)
+			return err;
+		inode_set_mtime_to_ts(inode, inode_set_ctime_current(inode));
+	}
+
+	setattr_copy(idmap, inode, attr);
+	if (attr->ia_valid & ATTR_MODE && !S_ISDIR(inode->i_mode)) {
+		if (inode->i_mode & 0222)
+			EXFAT_I(inode)->attr &= ~EXFAT_ATTR_READONLY;
+		else
+			EXFAT_I(inode)->attr |= EXFAT_ATTR_READONLY;
+	}
+	exfat_truncate_atime(inode);
+	mark_inode_dirty(inode);
+	return 0;
+}
+
 const struct inode_operations exfat_file_inode_operations = {
+	.setattr	= exfat_setattr,
 	.getattr	= exfat_getattr,
+	.update_time	= exfat_update_time,
 	.fiemap		= exfat_fiemap,
 };
+
+/* Record that inode's entry set is now at eidx of dir, and rehash it. */
+void exfat_set_position(struct inode *inode, struct inode *dir, u32 eidx)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	ei->dir_clu = EXFAT_I(dir)->start_clu;
+	ei->dir_flags = EXFAT_I(dir)->flags & EXFAT_FLAG_NO_FAT_CHAIN;
+	ei->eidx = eidx;
+	__insert_inode_hash(inode, exfat_pos_hash(ei->dir_clu, eidx));
+}

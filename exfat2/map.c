@@ -10,14 +10,6 @@
 #include <linux/slab.h>
 #include "exfat.h"
 
-/* Clusters the inode owns according to its size (DataLength). */
-static u32 exfat_inode_clus(struct inode *inode)
-{
-	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
-
-	return exfat_bytes_to_clus(sbi, i_size_read(inode));
-}
-
 static const struct exfat_extent *exfat_find_extent(struct exfat_inode_info *ei,
 						    u32 fclu)
 {
@@ -37,12 +29,13 @@ static const struct exfat_extent *exfat_find_extent(struct exfat_inode_info *ei,
 	return NULL;
 }
 
-static int exfat_add_extent(struct exfat_inode_info *ei, u32 clu)
+/* Append the run [clu, clu + len) at the end of the extent cache. */
+static int exfat_add_extent(struct exfat_inode_info *ei, u32 clu, u32 len)
 {
 	struct exfat_extent *last = ei->nr_ext ? &ei->ext[ei->nr_ext - 1] : NULL;
 
 	if (last && last->clu + last->len == clu) {
-		last->len++;
+		last->len += len;
 	} else {
 		if (ei->nr_ext == ei->ext_cap) {
 			unsigned int cap = max(8U, ei->ext_cap * 2);
@@ -55,10 +48,10 @@ static int exfat_add_extent(struct exfat_inode_info *ei, u32 clu)
 			ei->ext_cap = cap;
 		}
 		ei->ext[ei->nr_ext++] = (struct exfat_extent) {
-			.fclu = ei->ext_fclus, .clu = clu, .len = 1,
+			.fclu = ei->ext_fclus, .clu = clu, .len = len,
 		};
 	}
-	ei->ext_fclus++;
+	ei->ext_fclus += len;
 	return 0;
 }
 
@@ -75,9 +68,11 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 	int err = 0;
 
 	lockdep_assert_held_write(&ei->map_lock);
+	if (ei->ext_fclus >= total)
+		return 0;
 
 	if (!ei->nr_ext) {
-		err = exfat_add_extent(ei, ei->start_clu);
+		err = exfat_add_extent(ei, ei->start_clu, 1);
 		if (err)
 			return err;
 	}
@@ -95,7 +90,7 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 		/* stop at the end of the run that holds fclu */
 		if (ei->ext_fclus > fclu && next != clu + 1)
 			break;
-		err = exfat_add_extent(ei, next);
+		err = exfat_add_extent(ei, next, 1);
 		if (err)
 			break;
 		clu = next;
@@ -104,52 +99,148 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 	return err;
 }
 
+static const struct exfat_extent *
+exfat_cached(struct exfat_inode_info *ei, u32 fclu)
+{
+	const struct exfat_extent *ext = exfat_find_extent(ei, fclu);
+
+	/* a hit in the last extent may be a run that goes on uncached */
+	if (ext && ext == &ei->ext[ei->nr_ext - 1] &&
+	    ei->ext_fclus < ei->alloc_clus && fclu == ext->fclu + ext->len - 1)
+		return NULL;
+	return ext;
+}
+
 /**
  * exfat_map_cluster - find the disk cluster of a file cluster
  * @inode: file or directory
- * @fclu: cluster index in the file, below the cluster count of i_size
+ * @fclu: cluster index in the file, below its allocated cluster count
  * @clu: the disk cluster
  * @len: how many clusters from @clu on are contiguous in file and on disk
  *
- * Takes map_lock; the caller must keep i_size stable.  Returns 0,
- * -EFSCORRUPTED when the chain is shorter than the size says, or -ENOMEM.
+ * Takes map_lock, shared unless the extent cache has to grow.  Returns 0,
+ * -EFSCORRUPTED when the chain is shorter than the inode says, or -ENOMEM.
  */
 int exfat_map_cluster(struct inode *inode, u32 fclu, u32 *clu, u32 *len)
 {
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	const struct exfat_extent *ext;
-	u32 total = exfat_inode_clus(inode);
 	int err;
 
-	if (WARN_ON_ONCE(fclu >= total || !ei->start_clu))
+	down_read(&ei->map_lock);
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN || fclu >= ei->alloc_clus) {
+		err = exfat_map_cluster_locked(inode, fclu, clu, len);
+		up_read(&ei->map_lock);
+		return err;
+	}
+	ext = exfat_cached(ei, fclu);
+	if (ext) {
+		*clu = ext->clu + (fclu - ext->fclu);
+		*len = ext->len - (fclu - ext->fclu);
+		up_read(&ei->map_lock);
+		return 0;
+	}
+	up_read(&ei->map_lock);
+
+	down_write(&ei->map_lock);
+	err = exfat_map_cluster_locked(inode, fclu, clu, len);
+	up_write(&ei->map_lock);
+	return err;
+}
+
+/* As exfat_map_cluster(), with map_lock held (exclusive if it must fill). */
+int exfat_map_cluster_locked(struct inode *inode, u32 fclu, u32 *clu,
+			     u32 *len)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	const struct exfat_extent *ext;
+	int err;
+
+	if (WARN_ON_ONCE(fclu >= ei->alloc_clus || !ei->start_clu))
 		return -EIO;
 
 	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
 		*clu = ei->start_clu + fclu;
-		*len = total - fclu;
+		*len = ei->alloc_clus - fclu;
 		return 0;
 	}
 
-	down_read(&ei->map_lock);
-	ext = exfat_find_extent(ei, fclu);
-	if (ext && (fclu - ext->fclu < ext->len - 1 || ei->ext_fclus >= total ||
-		    ext != &ei->ext[ei->nr_ext - 1]))
-		goto found;
-	up_read(&ei->map_lock);
-
-	down_write(&ei->map_lock);
-	err = exfat_fill_extents(inode, fclu, total);
-	downgrade_write(&ei->map_lock);
-	ext = exfat_find_extent(ei, fclu);
+	ext = exfat_cached(ei, fclu);
 	if (!ext) {
-		up_read(&ei->map_lock);
-		return err ?: -EFSCORRUPTED;
+		lockdep_assert_held_write(&ei->map_lock);
+		err = exfat_fill_extents(inode, fclu, ei->alloc_clus);
+		ext = exfat_find_extent(ei, fclu);
+		if (!ext)
+			return err ?: -EFSCORRUPTED;
 	}
-found:
 	*clu = ext->clu + (fclu - ext->fclu);
 	*len = ext->len - (fclu - ext->fclu);
-	up_read(&ei->map_lock);
 	return 0;
+}
+
+/* Disk cluster of a file cluster the extent cache is known to cover. */
+u32 exfat_map_cached(struct inode *inode, u32 fclu)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	const struct exfat_extent *ext;
+
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)
+		return ei->start_clu + fclu;
+	ext = exfat_find_extent(ei, fclu);
+	if (WARN_ON_ONCE(!ext))
+		return 0;
+	return ext->clu + (fclu - ext->fclu);
+}
+
+/* Make the extent cache of a FAT-chained inode cover its whole chain. */
+int exfat_fill_all_extents(struct inode *inode)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	lockdep_assert_held_write(&ei->map_lock);
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN || !ei->alloc_clus ||
+	    ei->ext_fclus >= ei->alloc_clus)
+		return 0;
+	return exfat_fill_extents(inode, ei->alloc_clus - 1, ei->alloc_clus);
+}
+
+/* The inode was contiguous and is now chained: describe it as one run. */
+int exfat_extents_from_contiguous(struct inode *inode)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	lockdep_assert_held_write(&ei->map_lock);
+	ei->nr_ext = 0;
+	ei->ext_fclus = 0;
+	return exfat_add_extent(ei, ei->start_clu, ei->alloc_clus);
+}
+
+/* Record newly linked clusters at the end of a fully cached chain. */
+int exfat_extents_append(struct inode *inode, u32 clu, u32 len)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	lockdep_assert_held_write(&ei->map_lock);
+	if (WARN_ON_ONCE(ei->ext_fclus != ei->alloc_clus))
+		return -EIO;
+	return exfat_add_extent(ei, clu, len);
+}
+
+/* Forget the clusters from file cluster keep on. */
+void exfat_extents_truncate(struct inode *inode, u32 keep)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	lockdep_assert_held_write(&ei->map_lock);
+	while (ei->nr_ext && ei->ext[ei->nr_ext - 1].fclu >= keep)
+		ei->nr_ext--;
+	if (ei->nr_ext) {
+		struct exfat_extent *last = &ei->ext[ei->nr_ext - 1];
+
+		if (last->fclu + last->len > keep)
+			last->len = keep - last->fclu;
+	}
+	ei->ext_fclus = min(ei->ext_fclus, keep);
 }
 
 void exfat_drop_extents(struct inode *inode)

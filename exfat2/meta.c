@@ -65,3 +65,23 @@ int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua)
 			  (unsigned long long)bh->b_blocknr);
 	return err;
 }
+
+/* Fill nr sectors from sect with zeros in the buffer cache. */
+int exfat_zero_sectors(struct super_block *sb, sector_t sect, unsigned int nr)
+{
+	struct buffer_head *bh;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		bh = sb_getblk(sb, sect + i);
+		if (!bh)
+			return -ENOMEM;
+		lock_buffer(bh);
+		memset(bh->b_data, 0, bh->b_size);
+		set_buffer_uptodate(bh);
+		unlock_buffer(bh);
+		mark_buffer_dirty(bh);
+		brelse(bh);
+	}
+	return 0;
+}

@@ -5,6 +5,8 @@
  */
 #include <linux/slab.h>
 #include <linux/nls.h>
+#include <linux/iversion.h>
+#include <linux/namei.h>
 #include "exfat.h"
 
 /*
@@ -90,7 +92,25 @@ static int exfat_d_cmp(const struct dentry *dentry, unsigned int len,
 	return alen || blen;
 }
 
+/*
+ * A negative dentry is only as good as the directory it was looked up in:
+ * names match case-insensitively, so a create under another case must not
+ * reuse it, and a change to the directory may have filled it.
+ */
+static int exfat_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	if (flags & LOOKUP_RCU)
+		return -ECHILD;
+	if (d_really_is_positive(dentry))
+		return 1;
+	if (!flags || flags & (LOOKUP_CREATE | LOOKUP_RENAME_TARGET))
+		return 0;
+	return inode_eq_iversion(d_inode(dentry->d_parent),
+				 (u64)(unsigned long)dentry->d_fsdata);
+}
+
 const struct dentry_operations exfat_dentry_ops = {
+	.d_revalidate	= exfat_d_revalidate,
 	.d_hash		= exfat_d_hash,
 	.d_compare	= exfat_d_cmp,
 };
@@ -228,10 +248,354 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 	}
 out:
 	kfree(uni);
+	if (!inode)
+		dentry->d_fsdata = (void *)(unsigned long)inode_query_iversion(dir);
 	return d_splice_alias(inode, dentry);
 }
 
+/*
+ * A name from the VFS as a new entry may carry it: converted, checked
+ * against the characters exFAT forbids, and hashed.
+ */
+static int exfat_new_name(struct super_block *sb, const struct qstr *q,
+			  u16 *uni)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u16 hash;
+	int len;
+
+	if (sbi->opts.keep_last_dots && q->len && q->name[q->len - 1] == '.')
+		return -EINVAL;
+	len = exfat_dname_to_uni(sb, q, uni, &hash);
+	if (len == -ENOENT)
+		return -EINVAL;
+	if (len < 0)
+		return len;
+	if (!exfat_name_valid(uni, len))
+		return -EINVAL;
+	return len;
+}
+
+static void exfat_stamp_set(struct exfat_entry_set *es,
+			    const struct timespec64 *ts)
+{
+	struct exfat_dentry_file *fe = &es->de[0].file;
+	struct exfat_time t;
+
+	exfat_ts_to_time(ts, 0, &t);
+	fe->create_time = t.stamp;
+	fe->modify_time = t.stamp;
+	fe->create_10ms = t.cs;
+	fe->modify_10ms = t.cs;
+	fe->create_tz = t.tz;
+	fe->modify_tz = t.tz;
+	exfat_ts_to_time(&(struct timespec64){ ts->tv_sec & ~1LL, 0 }, 0, &t);
+	fe->access_time = t.stamp;
+	fe->access_tz = t.tz;
+}
+
+/* Write the new set es into dir at free slots; return its inode. */
+static struct inode *exfat_add_set(struct inode *dir,
+				   struct exfat_entry_set *es)
+{
+	struct exfat_dir_iter it;
+	int err;
+
+	err = exfat_find_slots(dir, es->nr, &es->eidx);
+	if (err)
+		return ERR_PTR(err);
+	exfat_dir_iter_init(&it, dir);
+	it.sync = IS_DIRSYNC(dir);
+	err = exfat_put_entry_set(&it, es);
+	err = exfat_dir_iter_release(&it) ?: err;
+	if (err)
+		return ERR_PTR(err);
+	inode_inc_iversion(dir);
+	return exfat_iget(dir->i_sb, dir, es);
+}
+
+static void exfat_dir_changed(struct inode *dir)
+{
+	inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir));
+	inode_inc_iversion(dir);
+	if (IS_DIRSYNC(dir))
+		__exfat_write_inode(dir, true);
+	else
+		mark_inode_dirty(dir);
+}
+
+static int exfat_create_common(struct inode *dir, struct dentry *dentry,
+			       bool is_dir)
+{
+	struct super_block *sb = dir->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_entry_set *es;
+	struct timespec64 ts = current_time(dir);
+	struct inode *inode;
+	u32 clu = 0;
+	u16 *uni;
+	int len, err;
+
+	if (unlikely(exfat_forced_shutdown(sb)))
+		return -EIO;
+	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
+	if (!uni)
+		return -ENOMEM;
+	len = exfat_new_name(sb, &dentry->d_name, uni);
+	if (len < 0) {
+		err = len;
+		goto out_uni;
+	}
+	es = exfat_build_set(sb, uni, len, NULL,
+			     is_dir ? EXFAT_ATTR_DIRECTORY : EXFAT_ATTR_ARCHIVE);
+	if (IS_ERR(es)) {
+		err = PTR_ERR(es);
+		goto out_uni;
+	}
+	exfat_stamp_set(es, &ts);
+
+	/* a new directory gets its first cluster, zeroed, before its entry */
+	if (is_dir && !sbi->opts.zero_size_dir) {
+		err = exfat_alloc_dir_cluster(sb, &clu);
+		if (err)
+			goto out_es;
+		es->de[1].stream.flags |= EXFAT_FLAG_NO_FAT_CHAIN;
+		es->de[1].stream.first_cluster = cpu_to_le32(clu);
+		es->de[1].stream.size = cpu_to_le64(sbi->clu_size);
+		es->de[1].stream.valid_size = cpu_to_le64(sbi->clu_size);
+	}
+
+	inode = exfat_add_set(dir, es);
+	if (IS_ERR(inode)) {
+		err = PTR_ERR(inode);
+		if (clu)
+			exfat_free_dir_cluster(sb, clu);
+		goto out_es;
+	}
+	err = 0;
+	if (is_dir)
+		inc_nlink(dir);
+	exfat_dir_changed(dir);
+	d_instantiate(dentry, inode);
+out_es:
+	kfree(es);
+out_uni:
+	kfree(uni);
+	return err;
+}
+
+static int exfat_create(struct mnt_idmap *idmap, struct inode *dir,
+			struct dentry *dentry, umode_t mode, bool excl)
+{
+	return exfat_create_common(dir, dentry, false);
+}
+
+static int exfat_mkdir(struct mnt_idmap *idmap, struct inode *dir,
+		       struct dentry *dentry, umode_t mode)
+{
+	return exfat_create_common(dir, dentry, true);
+}
+
+/* Does directory inode hold any file? */
+static int exfat_dir_empty(struct inode *inode)
+{
+	struct exfat_dir_iter it;
+	const union exfat_dentry *de;
+	u32 eidx, nr = exfat_dir_entries(inode);
+	int ret = 0;
+
+	if (!EXFAT_I(inode)->start_clu)
+		return 0;
+	exfat_dir_iter_init(&it, inode);
+	for (eidx = 0; eidx < nr; eidx++) {
+		de = exfat_dir_iter_get(&it, eidx);
+		if (IS_ERR(de)) {
+			ret = PTR_ERR(de);
+			break;
+		}
+		if (de->generic.type == EXFAT_TYPE_EOD)
+			break;
+		if (de->generic.type == EXFAT_TYPE_FILE) {
+			ret = -ENOTEMPTY;
+			break;
+		}
+	}
+	exfat_dir_iter_release(&it);
+	return ret;
+}
+
+/* Remove the entry set of inode from dir; the inode keeps its clusters. */
+static int exfat_remove_set(struct inode *dir, struct inode *inode)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	struct exfat_entry_set *es;
+	struct exfat_dir_iter it;
+	int err;
+
+	exfat_dir_iter_init(&it, dir);
+	it.sync = IS_DIRSYNC(dir);
+	err = exfat_get_entry_set(&it, ei->eidx, &es);
+	if (!err) {
+		err = exfat_delete_entries(&it, ei->eidx, es->nr);
+		kfree(es);
+	}
+	err = exfat_dir_iter_release(&it) ?: err;
+	if (err)
+		return err;
+	/* the slots may now be reused by another file */
+	remove_inode_hash(inode);
+	return 0;
+}
+
+static int exfat_unlink(struct inode *dir, struct dentry *dentry)
+{
+	struct inode *inode = d_inode(dentry);
+	int err;
+
+	if (unlikely(exfat_forced_shutdown(dir->i_sb)))
+		return -EIO;
+	err = exfat_remove_set(dir, inode);
+	if (err)
+		return err;
+	exfat_dir_changed(dir);
+	inode_set_ctime_current(inode);
+	clear_nlink(inode);
+	return 0;
+}
+
+static int exfat_rmdir(struct inode *dir, struct dentry *dentry)
+{
+	struct inode *inode = d_inode(dentry);
+	int err;
+
+	if (unlikely(exfat_forced_shutdown(dir->i_sb)))
+		return -EIO;
+	err = exfat_dir_empty(inode);
+	if (err)
+		return err;
+	err = exfat_remove_set(dir, inode);
+	if (err)
+		return err;
+	drop_nlink(dir);
+	exfat_dir_changed(dir);
+	clear_nlink(inode);
+	return 0;
+}
+
+/*
+ * Rename writes the new set first and removes the replaced and the old
+ * ones after, so that at every step the file has at least one name.
+ */
+static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
+			struct dentry *old_dentry, struct inode *new_dir,
+			struct dentry *new_dentry, unsigned int flags)
+{
+	struct super_block *sb = old_dir->i_sb;
+	struct inode *inode = d_inode(old_dentry);
+	struct inode *target = d_inode(new_dentry);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	struct exfat_entry_set *old_es = NULL, *new_es = NULL;
+	struct exfat_dir_iter it;
+	bool is_dir = S_ISDIR(inode->i_mode);
+	bool in_place;
+	u16 *uni;
+	int len, err;
+
+	if (flags & ~RENAME_NOREPLACE)
+		return -EINVAL;
+	if (unlikely(exfat_forced_shutdown(sb)))
+		return -EIO;
+	if (target && S_ISDIR(target->i_mode)) {
+		err = exfat_dir_empty(target);
+		if (err)
+			return err;
+	}
+
+	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
+	if (!uni)
+		return -ENOMEM;
+	len = exfat_new_name(sb, &new_dentry->d_name, uni);
+	if (len < 0) {
+		err = len;
+		goto out;
+	}
+
+	exfat_dir_iter_init(&it, old_dir);
+	err = exfat_get_entry_set(&it, ei->eidx, &old_es);
+	exfat_dir_iter_release(&it);
+	if (err)
+		goto out;
+	new_es = exfat_build_set(sb, uni, len, old_es, 0);
+	if (IS_ERR(new_es)) {
+		err = PTR_ERR(new_es);
+		new_es = NULL;
+		goto out;
+	}
+
+	/* same directory, and the new set fits where the old one is */
+	in_place = old_dir == new_dir && new_es->nr <= old_es->nr;
+	if (in_place)
+		new_es->eidx = old_es->eidx;
+	else
+		err = exfat_find_slots(new_dir, new_es->nr, &new_es->eidx);
+	if (err)
+		goto out;
+
+	exfat_dir_iter_init(&it, new_dir);
+	it.sync = IS_DIRSYNC(new_dir);
+	err = exfat_put_entry_set(&it, new_es);
+	if (!err && in_place && new_es->nr < old_es->nr)
+		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,
+					   old_es->nr - new_es->nr);
+	err = exfat_dir_iter_release(&it) ?: err;
+	if (err)
+		goto out;
+
+	if (target) {
+		err = exfat_remove_set(new_dir, target);
+		if (err)
+			goto out;
+		if (S_ISDIR(target->i_mode))
+			drop_nlink(new_dir);
+		clear_nlink(target);
+		inode_set_ctime_current(target);
+	}
+	if (!in_place) {
+		exfat_dir_iter_init(&it, old_dir);
+		it.sync = IS_DIRSYNC(old_dir);
+		err = exfat_delete_entries(&it, old_es->eidx, old_es->nr);
+		err = exfat_dir_iter_release(&it) ?: err;
+		if (err)
+			goto out;
+	}
+
+	/* the inode now lives at its new position */
+	remove_inode_hash(inode);
+	exfat_set_position(inode, new_dir, new_es->eidx);
+	if (is_dir && old_dir != new_dir) {
+		drop_nlink(old_dir);
+		inc_nlink(new_dir);
+	}
+	inode_set_ctime_current(inode);
+	mark_inode_dirty(inode);
+	exfat_dir_changed(old_dir);
+	if (new_dir != old_dir)
+		exfat_dir_changed(new_dir);
+out:
+	kfree(new_es);
+	kfree(old_es);
+	kfree(uni);
+	return err;
+}
+
 const struct inode_operations exfat_dir_inode_operations = {
+	.create		= exfat_create,
 	.lookup		= exfat_lookup,
+	.unlink		= exfat_unlink,
+	.mkdir		= exfat_mkdir,
+	.rmdir		= exfat_rmdir,
+	.rename		= exfat_rename,
+	.setattr	= exfat_setattr,
 	.getattr	= exfat_getattr,
+	.update_time	= exfat_update_time,
 };

@@ -94,6 +94,8 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->flags = 0;
 	ei->attr = 0;
 	ei->valid_size = 0;
+	ei->alloc_clus = 0;
+	ei->tail_clean = true;
 	ei->ext = NULL;
 	ei->nr_ext = 0;
 	ei->ext_cap = 0;
@@ -108,9 +110,81 @@ static void exfat_free_inode(struct inode *inode)
 
 static void exfat_evict_inode(struct inode *inode)
 {
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
 	truncate_inode_pages_final(&inode->i_data);
+	/* an unlinked inode's entry set is gone: its clusters can go too */
+	if (!inode->i_nlink && !is_bad_inode(inode) && ei->alloc_clus) {
+		down_write(&ei->map_lock);
+		exfat_free_clusters(inode, 0);
+		up_write(&ei->map_lock);
+	}
 	clear_inode(inode);
 	exfat_drop_extents(inode);
+}
+
+/* Write VolumeFlags of the main boot sector with FUA. */
+static int exfat_write_vol_flags(struct super_block *sb, u16 flags)
+{
+	struct exfat_boot_sector *bs;
+	struct buffer_head *bh;
+	int err;
+
+	lockdep_assert_held(&EXFAT_SB(sb)->vol_lock);
+	bh = exfat_read_sector(sb, 0);
+	if (IS_ERR(bh))
+		return PTR_ERR(bh);
+	bs = exfat_sector_data(bh);
+	bs->vol_flags = cpu_to_le16(flags);
+	exfat_mark_meta_dirty(sb, bh);
+	err = exfat_sync_meta(sb, bh, true);
+	exfat_put_sector(bh);
+	return err;
+}
+
+/*
+ * VolumeDirty (§3.1.13.2) is set, and on stable media, before the first
+ * change to the volume's metadata, and cleared only once everything is.
+ */
+void exfat_set_vol_dirty(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	if (test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state))
+		return;
+	mutex_lock(&sbi->vol_lock);
+	if (!test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state) &&
+	    !exfat_write_vol_flags(sb, sbi->vol_flags | EXFAT_VF_DIRTY))
+		set_bit(EXFAT_STATE_DIRTY_SET, &sbi->state);
+	mutex_unlock(&sbi->vol_lock);
+}
+
+static int exfat_clear_vol_dirty(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	int err = 0;
+
+	mutex_lock(&sbi->vol_lock);
+	if (test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state)) {
+		/* a volume that was dirty when mounted stays dirty for fsck */
+		err = exfat_write_vol_flags(sb, sbi->vol_flags);
+		if (!err)
+			clear_bit(EXFAT_STATE_DIRTY_SET, &sbi->state);
+	}
+	mutex_unlock(&sbi->vol_lock);
+	return err;
+}
+
+static int exfat_sync_fs(struct super_block *sb, int wait)
+{
+	int err;
+
+	if (!wait || exfat_forced_shutdown(sb) || sb_rdonly(sb))
+		return 0;
+	err = sync_blockdev(sb->s_bdev);
+	if (!err)
+		err = exfat_clear_vol_dirty(sb);
+	return err;
 }
 
 static void exfat_inode_init_once(void *obj)
@@ -123,6 +197,9 @@ static void exfat_inode_init_once(void *obj)
 
 static void exfat_put_super(struct super_block *sb)
 {
+	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb) &&
+	    !sync_blockdev(sb->s_bdev))
+		exfat_clear_vol_dirty(sb);
 	exfat_free_bitmap(sb);
 }
 
@@ -180,7 +257,9 @@ static const struct super_operations exfat_sops = {
 	.alloc_inode	= exfat_alloc_inode,
 	.free_inode	= exfat_free_inode,
 	.evict_inode	= exfat_evict_inode,
+	.write_inode	= exfat_write_inode,
 	.put_super	= exfat_put_super,
+	.sync_fs	= exfat_sync_fs,
 	.statfs		= exfat_statfs,
 	.show_options	= exfat_show_options,
 };
@@ -528,8 +607,7 @@ static int exfat_read_root(struct super_block *sb, struct inode **rootp)
 	u32 nr_clu;
 	int err;
 
-	err = exfat_count_chain(sb, sbi->root_clu,
-				EXFAT_MAX_DIR_SIZE >> sbi->clu_shift ?: 1,
+	err = exfat_count_chain(sb, sbi->root_clu, exfat_max_dir_clus(sbi),
 				&nr_clu);
 	if (err)
 		return err;
@@ -552,6 +630,7 @@ static int exfat_read_root(struct super_block *sb, struct inode **rootp)
 	inode->i_op = &exfat_dir_inode_operations;
 	inode->i_fop = &exfat_dir_operations;
 	inode->i_size = (loff_t)nr_clu << sbi->clu_shift;
+	ei->alloc_clus = nr_clu;
 	ei->valid_size = inode->i_size;
 	inode->i_blocks = inode->i_size >> 9;
 	ei->btime = simple_inode_init_ts(inode);
@@ -622,9 +701,6 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 		sb->s_flags |= SB_RDONLY;
 	}
 
-	/* Writing is not supported yet. */
-	sb->s_flags |= SB_RDONLY;
-
 	sb->s_d_op = &exfat_dentry_ops;
 
 	sb->s_root = d_make_root(root);
@@ -649,11 +725,19 @@ static int exfat_reconfigure(struct fs_context *fc)
 {
 	struct super_block *sb = fc->root->d_sb;
 
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	int err;
+
 	fc->sb_flags |= SB_NODIRATIME;
-	if (!(fc->sb_flags & SB_RDONLY))
-		return invalfc(fc, "exfat2: read-write mounts are not supported yet");
-	sync_filesystem(sb);
-	return 0;
+	if (!(fc->sb_flags & SB_RDONLY) &&
+	    (sbi->boot_sector || sbi->upcase_builtin))
+		return invalfc(fc, "exfat2: volume is read-only; run fsck.exfat");
+	err = sync_filesystem(sb);
+	if (err)
+		return err;
+	if (fc->sb_flags & SB_RDONLY && !sb_rdonly(sb))
+		err = exfat_clear_vol_dirty(sb);
+	return err;
 }
 
 static void exfat_free_sbi(struct exfat_sb_info *sbi)
@@ -689,6 +773,7 @@ static int exfat_init_fs_context(struct fs_context *fc)
 	}
 	mutex_init(&sbi->alloc_lock);
 	mutex_init(&sbi->label_lock);
+	mutex_init(&sbi->vol_lock);
 	ratelimit_state_init(&sbi->msg_ratelimit, DEFAULT_RATELIMIT_INTERVAL,
 			     DEFAULT_RATELIMIT_BURST);
 
