@@ -18,6 +18,7 @@
 #include <linux/uio.h>
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/falloc.h>
 #include "exfat.h"
 
 /* The block holding ValidDataLength, if it is partly valid: [*start, *end) */
@@ -484,6 +485,53 @@ int exfat_truncate(struct inode *inode, loff_t size)
 	return err;
 }
 
+/*
+ * fallocate: mode 0 allocates clusters and, past the end, grows the file
+ * without writing a byte (the new range is past ValidDataLength, so it
+ * reads as zeros).  exFAT cannot hold clusters past DataLength, so
+ * FALLOC_FL_KEEP_SIZE beyond the end is not supported; ZERO_RANGE zeroes
+ * only what lies below ValidDataLength.
+ */
+static long exfat_fallocate(struct file *file, int mode, loff_t offset,
+			    loff_t len)
+{
+	struct inode *inode = file_inode(file);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	loff_t end = offset + len, vdl;
+	long err;
+
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_ZERO_RANGE))
+		return -EOPNOTSUPP;
+	if (!S_ISREG(inode->i_mode))
+		return -ENODEV;
+	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
+		return -EIO;
+
+	inode_lock(inode);
+	err = file_modified(file);
+	if (err)
+		goto out;
+	if (end > i_size_read(inode)) {
+		if (mode & FALLOC_FL_KEEP_SIZE) {
+			err = -EOPNOTSUPP;
+			goto out;
+		}
+		err = exfat_expand(inode, end);
+		if (err)
+			goto out;
+	}
+	if (mode & FALLOC_FL_ZERO_RANGE) {
+		inode_dio_wait(inode);
+		vdl = min(READ_ONCE(ei->valid_size), end);
+		if (offset < vdl)
+			err = iomap_zero_range(inode, offset, vdl - offset, NULL,
+					       &exfat_write_iomap_ops);
+	}
+out:
+	inode_unlock(inode);
+	return err;
+}
+
 static vm_fault_t exfat_page_mkwrite(struct vm_fault *vmf)
 {
 	struct inode *inode = file_inode(vmf->vma->vm_file);
@@ -662,6 +710,7 @@ const struct file_operations exfat_file_operations = {
 	.fsync		= exfat_file_fsync,
 	.splice_read	= exfat_splice_read,
 	.splice_write	= iter_file_splice_write,
+	.fallocate	= exfat_fallocate,
 	.unlocked_ioctl	= exfat_ioctl,
 #ifdef CONFIG_COMPAT
 	.compat_ioctl	= exfat_compat_ioctl,

@@ -482,6 +482,113 @@ static int exfat_rmdir(struct inode *dir, struct dentry *dentry)
 	return 0;
 }
 
+/* Write new_es over old_es in dir, or in new slots when it is larger. */
+static int exfat_replace_set(struct inode *dir, struct exfat_entry_set *new_es,
+			     const struct exfat_entry_set *old_es)
+{
+	struct exfat_dir_iter it;
+	bool in_place = new_es->nr <= old_es->nr;
+	int err = 0;
+
+	if (in_place)
+		new_es->eidx = old_es->eidx;
+	else
+		err = exfat_find_slots(dir, new_es->nr, &new_es->eidx);
+	if (err)
+		return err;
+	exfat_dir_iter_init(&it, dir);
+	it.sync = IS_DIRSYNC(dir);
+	err = exfat_put_entry_set(&it, new_es);
+	if (!err && in_place && new_es->nr < old_es->nr)
+		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,
+					   old_es->nr - new_es->nr);
+	else if (!err && !in_place)
+		err = exfat_delete_entries(&it, old_es->eidx, old_es->nr);
+	return exfat_dir_iter_release(&it) ?: err;
+}
+
+/* The verified set of inode in dir, rebuilt with dentry's name. */
+static struct exfat_entry_set *exfat_renamed_set(struct inode *dir,
+						 struct inode *inode,
+						 struct dentry *dentry,
+						 struct exfat_entry_set **old)
+{
+	struct exfat_entry_set *es;
+	struct exfat_dir_iter it;
+	u16 *uni;
+	int len, err;
+
+	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
+	if (!uni)
+		return ERR_PTR(-ENOMEM);
+	len = exfat_new_name(dir->i_sb, &dentry->d_name, uni);
+	exfat_dir_iter_init(&it, dir);
+	err = len < 0 ? len : exfat_get_entry_set(&it, EXFAT_I(inode)->eidx, old);
+	exfat_dir_iter_release(&it);
+	es = err ? ERR_PTR(err) : exfat_build_set(dir->i_sb, uni, len, *old, 0);
+	kfree(uni);
+	if (IS_ERR(es) && !err) {
+		kfree(*old);
+		*old = NULL;
+	}
+	return es;
+}
+
+/*
+ * RENAME_EXCHANGE: each name keeps its slots and takes the other file's
+ * entries.  Both inodes then live where the other one was.
+ */
+static int exfat_exchange(struct inode *adir, struct dentry *adentry,
+			  struct inode *bdir, struct dentry *bdentry)
+{
+	struct inode *a = d_inode(adentry), *b = d_inode(bdentry);
+	struct exfat_entry_set *aold = NULL, *bold = NULL, *anew, *bnew;
+	int err;
+
+	/* the set for name a describes b, and the other way round */
+	anew = exfat_renamed_set(bdir, b, adentry, &bold);
+	if (IS_ERR(anew))
+		return PTR_ERR(anew);
+	bnew = exfat_renamed_set(adir, a, bdentry, &aold);
+	if (IS_ERR(bnew)) {
+		err = PTR_ERR(bnew);
+		bnew = NULL;
+		goto out;
+	}
+	err = exfat_replace_set(adir, anew, aold);
+	if (!err)
+		err = exfat_replace_set(bdir, bnew, bold);
+	if (err)
+		goto out;
+
+	remove_inode_hash(a);
+	remove_inode_hash(b);
+	exfat_set_position(b, adir, anew->eidx);
+	exfat_set_position(a, bdir, bnew->eidx);
+	if (adir != bdir && S_ISDIR(a->i_mode) != S_ISDIR(b->i_mode)) {
+		if (S_ISDIR(a->i_mode)) {
+			drop_nlink(adir);
+			inc_nlink(bdir);
+		} else {
+			inc_nlink(adir);
+			drop_nlink(bdir);
+		}
+	}
+	inode_set_ctime_current(a);
+	inode_set_ctime_current(b);
+	mark_inode_dirty(a);
+	mark_inode_dirty(b);
+	exfat_dir_changed(adir);
+	if (bdir != adir)
+		exfat_dir_changed(bdir);
+out:
+	kfree(anew);
+	kfree(bnew);
+	kfree(aold);
+	kfree(bold);
+	return err;
+}
+
 /*
  * Rename writes the new set first and removes the replaced and the old
  * ones after, so that at every step the file has at least one name.
@@ -501,10 +608,12 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	u16 *uni;
 	int len, err;
 
-	if (flags & ~RENAME_NOREPLACE)
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
 	if (unlikely(exfat_forced_shutdown(sb)))
 		return -EIO;
+	if (flags & RENAME_EXCHANGE)
+		return exfat_exchange(old_dir, old_dentry, new_dir, new_dentry);
 	if (target && S_ISDIR(target->i_mode)) {
 		err = exfat_dir_empty(target);
 		if (err)

@@ -82,3 +82,53 @@ def errors_and_replace():
             assert_eq(os.pread(fd, 10, 0), pattern(10, 1), "unlinked read")
             os.close(fd)
             assert_true("dst" not in os.listdir(mnt), "unlinked name gone")
+
+
+def renameat2(old, new, flags):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    AT_FDCWD = -100
+    r = libc.syscall(316, AT_FDCWD, old.encode(), AT_FDCWD, new.encode(),
+                     flags)
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+@test(timeout=300, writes=True)
+def rename_flags_and_attrs():
+    """RENAME_NOREPLACE, RENAME_EXCHANGE, attribute ioctls, fallocate."""
+    import fcntl
+    import struct
+    with Image(size_mb=32) as img:
+        with mount(img.dev) as mnt:
+            write_file(f"{mnt}/a", 100, seed=1)
+            os.mkdir(f"{mnt}/d")
+            write_file(f"{mnt}/d/b-with-a-much-longer-name-" + "z" * 40, 200,
+                       seed=2)
+            b = f"{mnt}/d/b-with-a-much-longer-name-" + "z" * 40
+            expect_errno(errno.EEXIST, renameat2, f"{mnt}/a", b, 1)
+            renameat2(f"{mnt}/a", b, 2)            # RENAME_EXCHANGE
+            with open(b, "rb") as f:
+                assert_eq(f.read(), pattern(100, 1), "exchanged b")
+            with open(f"{mnt}/a", "rb") as f:
+                assert_eq(f.read(), pattern(200, 2), "exchanged a")
+            renameat2(f"{mnt}/d", f"{mnt}/a", 2)   # a dir with a file
+            assert_true(os.path.isdir(f"{mnt}/a"), "a is now the dir")
+            fd = os.open(f"{mnt}/d", os.O_RDWR)
+            try:
+                fcntl.ioctl(fd, 0x40047211, struct.pack("<I", 0x02 | 0x20))
+                got = struct.unpack("<I", fcntl.ioctl(fd, 0x80047210,
+                                                      b"\0" * 4))[0]
+                assert_eq(got & 0x37, 0x22, "hidden|archive set")
+                os.posix_fallocate(fd, 0, 1 << 20)
+            finally:
+                os.close(fd)
+            assert_eq(os.stat(f"{mnt}/d").st_size, 1 << 20, "fallocated")
+            with open(f"{mnt}/d", "rb") as f:
+                assert_eq(f.read(300), pattern(200, 2) + bytes(100),
+                          "fallocate keeps data and reads zeros")
+            ours = strip_atime(manifest(mnt))
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            theirs = strip_atime(manifest(mnt))
+        diff_manifests(ours, theirs, "exfat2", "in-tree")
