@@ -428,3 +428,51 @@ void exfat_free_dir_cluster(struct super_block *sb, u32 clu)
 	exfat_free_run(sb, clu, 1);
 	mutex_unlock(&sbi->alloc_lock);
 }
+
+/*
+ * FITRIM: discard every free run of at least minlen bytes in
+ * [start, start + len).  alloc_lock is held across each discard so that
+ * nothing allocates the run meanwhile; it is dropped between runs.
+ */
+int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,
+	       u64 *trimmed)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u64 heap = (u64)sbi->heap_start << sbi->sect_shift;
+	u64 end = min_t(u64, start + len, heap +
+			((u64)sbi->clu_count << sbi->clu_shift));
+	u32 clu, last, run_start, run_len, minclu;
+	int err = 0;
+
+	if (end <= heap || start >= end)
+		return 0;
+	clu = start <= heap ? EXFAT_FIRST_CLUSTER :
+	      EXFAT_FIRST_CLUSTER + ((start - heap) >> sbi->clu_shift);
+	last = EXFAT_FIRST_CLUSTER + ((end - heap - 1) >> sbi->clu_shift);
+	minclu = max_t(u64, 1, minlen >> sbi->clu_shift);
+
+	while (clu <= last && !err) {
+		mutex_lock(&sbi->alloc_lock);
+		if (!exfat_find_free_run(sb, clu, last - clu + 1, &run_start,
+					 &run_len) || run_start < clu ||
+		    run_start > last) {
+			mutex_unlock(&sbi->alloc_lock);
+			break;
+		}
+		run_len = min(run_len, last - run_start + 1);
+		if (run_len >= minclu) {
+			err = sb_issue_discard(sb, exfat_clu_to_sect(sbi, run_start),
+					       (sector_t)run_len <<
+					       (sbi->clu_shift - sbi->sect_shift),
+					       GFP_NOFS, 0);
+			if (!err)
+				*trimmed += (u64)run_len << sbi->clu_shift;
+		}
+		mutex_unlock(&sbi->alloc_lock);
+		clu = run_start + run_len;
+		if (fatal_signal_pending(current))
+			err = -ERESTARTSYS;
+		cond_resched();
+	}
+	return err;
+}

@@ -65,6 +65,8 @@ static int exfat_readdir(struct file *file, struct dir_context *ctx)
 	char *name;
 	int err = 0, len;
 
+	if (unlikely(exfat_forced_shutdown(sb)))
+		return -EIO;
 	if (!dir_emit_dots(file, ctx))
 		return 0;
 	if (!EXFAT_I(dir)->start_clu || ctx->pos - EXFAT_DIR_POS_BASE >= nr)

@@ -282,6 +282,8 @@ int exfat_alloc_clusters(struct inode *inode, u32 want);
 int exfat_free_clusters(struct inode *inode, u32 keep);
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
 void exfat_free_dir_cluster(struct super_block *sb, u32 clu);
+int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,
+	       u64 *trimmed);
 
 /* upcase.c */
 int exfat_load_upcase(struct super_block *sb, u32 clu, u64 len, u32 csum);
@@ -400,9 +402,15 @@ u16 exfat_inode_attr(struct inode *inode);
 long exfat_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long exfat_compat_ioctl(struct file *file, unsigned int cmd,
 			unsigned long arg);
+struct fileattr;
+int exfat_fileattr_get(struct dentry *dentry, struct fileattr *fa);
+int exfat_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
+		       struct fileattr *fa);
 
 /* super.c */
 void exfat_set_ro(struct super_block *sb);
 void exfat_set_vol_dirty(struct super_block *sb);
+int exfat_shutdown(struct super_block *sb, u32 flags);
+int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len);
 
 #endif /* _EXFAT2_H */

@@ -399,6 +399,8 @@ const struct inode_operations exfat_file_inode_operations = {
 	.getattr	= exfat_getattr,
 	.update_time	= exfat_update_time,
 	.fiemap		= exfat_fiemap,
+	.fileattr_get	= exfat_fileattr_get,
+	.fileattr_set	= exfat_fileattr_set,
 };
 
 /* Record that inode's entry set is now at eidx of dir, and rehash it. */

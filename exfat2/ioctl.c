@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ioctls: the FAT attribute interface shared with vfat
- * (FAT_IOCTL_GET_ATTRIBUTES) and the volume label.
+ * ioctls: the FAT attribute interface shared with vfat, the volume label,
+ * FITRIM, shutdown, and the generic file attribute interface.
  */
 #include <linux/uaccess.h>
 #include <linux/compat.h>
@@ -9,6 +9,10 @@
 #include <linux/mount.h>
 #include <linux/security.h>
 #include <linux/fsnotify.h>
+#include <linux/fileattr.h>
+#include <linux/blkdev.h>
+#include <linux/slab.h>
+#include <uapi/linux/exfat.h>
 #include "exfat.h"
 
 /* The attribute word as other systems see it. */
@@ -86,6 +90,110 @@ out:
 	return err;
 }
 
+static int exfat_ioc_get_label(struct super_block *sb, char __user *ulabel)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	__le16 uni[EXFAT_LABEL_MAX_LEN];
+	char *buf;
+	int i, len;
+
+	buf = kzalloc(FSLABEL_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	mutex_lock(&sbi->label_lock);
+	for (i = 0; i < sbi->label_len; i++)
+		uni[i] = cpu_to_le16(sbi->label[i]);
+	len = exfat_utf16_to_nls(sb, uni, sbi->label_len, buf, FSLABEL_MAX);
+	mutex_unlock(&sbi->label_lock);
+	if (len >= 0 && copy_to_user(ulabel, buf, FSLABEL_MAX))
+		len = -EFAULT;
+	kfree(buf);
+	return len < 0 ? len : 0;
+}
+
+static int exfat_ioc_set_label(struct file *file, const char __user *ulabel)
+{
+	struct super_block *sb = file_inode(file)->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u16 uni[EXFAT_LABEL_MAX_LEN];
+	char *label;
+	int len, err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	label = strndup_user(ulabel, FSLABEL_MAX);
+	if (IS_ERR(label))
+		return PTR_ERR(label);
+	len = exfat_nls_to_utf16(sb, label, strlen(label), uni,
+				 EXFAT_LABEL_MAX_LEN);
+	kfree(label);
+	if (len == -ENAMETOOLONG)
+		return -EINVAL;
+	if (len < 0)
+		return len;
+
+	err = mnt_want_write_file(file);
+	if (err)
+		return err;
+	err = exfat_write_label(sb, uni, len);
+	mnt_drop_write_file(file);
+	if (!err) {
+		mutex_lock(&sbi->label_lock);
+		memcpy(sbi->label, uni, len * sizeof(*uni));
+		sbi->label_len = len;
+		mutex_unlock(&sbi->label_lock);
+	}
+	return err;
+}
+
+/* Discard the free clusters in the range, as the bitmap says now. */
+static int exfat_ioc_fitrim(struct super_block *sb, struct fstrim_range __user *urange)
+{
+	struct fstrim_range range;
+	u64 trimmed = 0;
+	int err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (!bdev_max_discard_sectors(sb->s_bdev))
+		return -EOPNOTSUPP;
+	if (copy_from_user(&range, urange, sizeof(range)))
+		return -EFAULT;
+	range.minlen = max_t(u64, range.minlen,
+			     bdev_discard_granularity(sb->s_bdev));
+	err = exfat_trim(sb, range.start, range.len, range.minlen, &trimmed);
+	if (err)
+		return err;
+	range.len = trimmed;
+	return copy_to_user(urange, &range, sizeof(range)) ? -EFAULT : 0;
+}
+
+static int exfat_ioc_shutdown(struct super_block *sb, u32 __user *uflags)
+{
+	u32 flags;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (get_user(flags, uflags))
+		return -EFAULT;
+	return exfat_shutdown(sb, flags);
+}
+
+int exfat_fileattr_get(struct dentry *dentry, struct fileattr *fa)
+{
+	/* no FS_*_FL or FS_XFLAG_* has an exFAT attribute to map to */
+	fileattr_fill_flags(fa, 0);
+	return 0;
+}
+
+int exfat_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
+		       struct fileattr *fa)
+{
+	if (fileattr_has_fsx(fa) ? fa->fsx_xflags : fa->flags)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 long exfat_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct inode *inode = file_inode(file);
@@ -95,6 +203,15 @@ long exfat_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return exfat_ioc_get_attributes(inode, (u32 __user *)arg);
 	case FAT_IOCTL_SET_ATTRIBUTES:
 		return exfat_ioc_set_attributes(file, (u32 __user *)arg);
+	case FS_IOC_GETFSLABEL:
+		return exfat_ioc_get_label(inode->i_sb, (char __user *)arg);
+	case FS_IOC_SETFSLABEL:
+		return exfat_ioc_set_label(file, (const char __user *)arg);
+	case FITRIM:
+		return exfat_ioc_fitrim(inode->i_sb,
+					(struct fstrim_range __user *)arg);
+	case EXFAT_IOC_SHUTDOWN:
+		return exfat_ioc_shutdown(inode->i_sb, (u32 __user *)arg);
 	default:
 		return -ENOTTY;
 	}

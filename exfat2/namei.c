@@ -226,6 +226,8 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 	u16 *uni, hash;
 	int len;
 
+	if (unlikely(exfat_forced_shutdown(sb)))
+		return ERR_PTR(-EIO);
 	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
 	if (!uni)
 		return ERR_PTR(-ENOMEM);
@@ -707,4 +709,6 @@ const struct inode_operations exfat_dir_inode_operations = {
 	.setattr	= exfat_setattr,
 	.getattr	= exfat_getattr,
 	.update_time	= exfat_update_time,
+	.fileattr_get	= exfat_fileattr_get,
+	.fileattr_set	= exfat_fileattr_set,
 };

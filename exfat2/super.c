@@ -14,6 +14,7 @@
 #include <linux/fs_struct.h>
 #include <linux/cred.h>
 #include <linux/log2.h>
+#include <uapi/linux/exfat.h>
 #include "exfat.h"
 
 #define EXFAT_DEFAULT_IOCHARSET	"utf8"
@@ -203,6 +204,91 @@ static void exfat_put_super(struct super_block *sb)
 	exfat_free_bitmap(sb);
 }
 
+/*
+ * FS_IOC_SHUTDOWN, or the device going away: every later operation fails
+ * with -EIO.  With a sync first unless told not to.
+ */
+int exfat_shutdown(struct super_block *sb, u32 flags)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	int err;
+
+	if (exfat_forced_shutdown(sb))
+		return 0;
+	switch (flags) {
+	case EXFAT_GOING_DOWN_DEFAULT:
+	case EXFAT_GOING_DOWN_FULLSYNC:
+		err = bdev_freeze(sb->s_bdev);
+		if (err)
+			return err;
+		bdev_thaw(sb->s_bdev);
+		break;
+	case EXFAT_GOING_DOWN_NOSYNC:
+		break;
+	default:
+		return -EINVAL;
+	}
+	set_bit(EXFAT_STATE_SHUTDOWN, &sbi->state);
+	exfat_warn(sb, "shut down (%s)", flags == EXFAT_GOING_DOWN_NOSYNC ?
+		   "without sync" : "after sync");
+	return 0;
+}
+
+static void exfat_sb_shutdown(struct super_block *sb)
+{
+	exfat_shutdown(sb, EXFAT_GOING_DOWN_NOSYNC);
+}
+
+/*
+ * Write the volume label (§7.3) into the root directory, creating its
+ * entry when there is none.
+ */
+int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len)
+{
+	struct inode *root = d_inode(sb->s_root);
+	const union exfat_dentry *de;
+	union exfat_dentry label = {};
+	struct exfat_dir_iter it;
+	u32 eidx, nr, found = U32_MAX;
+	unsigned int i;
+	int err = 0;
+
+	if (unlikely(exfat_forced_shutdown(sb)))
+		return -EIO;
+	label.label.type = EXFAT_TYPE_LABEL;
+	label.label.char_count = len;
+	for (i = 0; i < len; i++)
+		label.label.label[i] = cpu_to_le16(uni[i]);
+
+	inode_lock(root);
+	nr = exfat_dir_entries(root);
+	exfat_dir_iter_init(&it, root);
+	for (eidx = 0; eidx < nr; eidx++) {
+		de = exfat_dir_iter_get(&it, eidx);
+		if (IS_ERR(de)) {
+			err = PTR_ERR(de);
+			break;
+		}
+		if (de->generic.type == EXFAT_TYPE_EOD)
+			break;
+		if (de->generic.type == EXFAT_TYPE_LABEL) {
+			found = eidx;
+			break;
+		}
+	}
+	exfat_dir_iter_release(&it);
+	if (!err && found == U32_MAX)
+		err = exfat_find_slots(root, 1, &found);
+	if (!err) {
+		exfat_dir_iter_init(&it, root);
+		it.sync = true;
+		err = exfat_dir_iter_put(&it, found, &label);
+		err = exfat_dir_iter_release(&it) ?: err;
+	}
+	inode_unlock(root);
+	return err;
+}
+
 static int exfat_statfs(struct dentry *dentry, struct kstatfs *buf)
 {
 	struct super_block *sb = dentry->d_sb;
@@ -262,6 +348,7 @@ static const struct super_operations exfat_sops = {
 	.sync_fs	= exfat_sync_fs,
 	.statfs		= exfat_statfs,
 	.show_options	= exfat_show_options,
+	.shutdown	= exfat_sb_shutdown,
 };
 
 enum {
@@ -680,6 +767,14 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (err)
 		return err;
 
+	{
+		/* the volume serial, in the order blkid prints it */
+		u8 uuid[4] = { sbi->serial >> 24, sbi->serial >> 16,
+			       sbi->serial >> 8, sbi->serial };
+
+		super_set_uuid(sb, uuid, sizeof(uuid));
+	}
+
 	if (sbi->fs_revision != 0x0100)
 		exfat_info(sb, "FileSystemRevision %u.%02u",
 			   sbi->fs_revision >> 8, sbi->fs_revision & 0xff);
@@ -721,23 +816,52 @@ static int exfat_get_tree(struct fs_context *fc)
 	return get_tree_bdev(fc, exfat_fill_super);
 }
 
+/*
+ * Remount applies the options that only steer future operations and
+ * refuses, with a message, those that cached inodes and dentries depend
+ * on (ownership, masks, character set, name matching).
+ */
 static int exfat_reconfigure(struct fs_context *fc)
 {
 	struct super_block *sb = fc->root->d_sb;
-
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_mount_options *cur = &sbi->opts;
+	struct exfat_mount_options *new = &((struct exfat_sb_info *)fc->s_fs_info)->opts;
 	int err;
 
 	fc->sb_flags |= SB_NODIRATIME;
+	if (!uid_eq(new->fs_uid, cur->fs_uid) || !gid_eq(new->fs_gid, cur->fs_gid))
+		return invalfc(fc, "exfat2: uid and gid cannot change on remount");
+	if (new->fs_fmask != cur->fs_fmask || new->fs_dmask != cur->fs_dmask)
+		return invalfc(fc, "exfat2: umask, fmask and dmask cannot change on remount");
+	if (strcmp(new->iocharset, cur->iocharset))
+		return invalfc(fc, "exfat2: iocharset cannot change on remount");
+	if (new->keep_last_dots != cur->keep_last_dots)
+		return invalfc(fc, "exfat2: keep_last_dots cannot change on remount");
 	if (!(fc->sb_flags & SB_RDONLY) &&
 	    (sbi->boot_sector || sbi->upcase_builtin))
 		return invalfc(fc, "exfat2: volume is read-only; run fsck.exfat");
+	if (new->discard && !bdev_max_discard_sectors(sb->s_bdev))
+		return invalfc(fc, "exfat2: the device does not support discard");
+
 	err = sync_filesystem(sb);
 	if (err)
 		return err;
-	if (fc->sb_flags & SB_RDONLY && !sb_rdonly(sb))
+	if (fc->sb_flags & SB_RDONLY && !sb_rdonly(sb)) {
 		err = exfat_clear_vol_dirty(sb);
-	return err;
+		if (err)
+			return err;
+	}
+
+	if (new->allow_utime == (unsigned short)-1)
+		new->allow_utime = ~new->fs_dmask & 0022;
+	WRITE_ONCE(cur->errors, new->errors);
+	WRITE_ONCE(cur->discard, new->discard);
+	WRITE_ONCE(cur->sys_tz, new->sys_tz);
+	WRITE_ONCE(cur->time_offset, new->time_offset);
+	WRITE_ONCE(cur->zero_size_dir, new->zero_size_dir);
+	WRITE_ONCE(cur->allow_utime, new->allow_utime);
+	return 0;
 }
 
 static void exfat_free_sbi(struct exfat_sb_info *sbi)
@@ -778,21 +902,29 @@ static int exfat_init_fs_context(struct fs_context *fc)
 			     DEFAULT_RATELIMIT_BURST);
 
 	if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE && fc->root) {
-		struct exfat_mount_options *cur =
+		/* a remount starts from the options in force */
+		const struct exfat_mount_options *cur =
 			&EXFAT_SB(fc->root->d_sb)->opts;
+		char *cs = sbi->opts.iocharset;
 
-		sbi->opts.fs_uid = cur->fs_uid;
-		sbi->opts.fs_gid = cur->fs_gid;
-		sbi->opts.fs_fmask = cur->fs_fmask;
-		sbi->opts.fs_dmask = cur->fs_dmask;
+		sbi->opts = *cur;
+		sbi->opts.iocharset = cs;
+		if (strcmp(cs, cur->iocharset)) {
+			kfree(cs);
+			sbi->opts.iocharset = kstrdup(cur->iocharset, GFP_KERNEL);
+			if (!sbi->opts.iocharset) {
+				kfree(sbi);
+				return -ENOMEM;
+			}
+		}
 	} else {
 		sbi->opts.fs_uid = current_uid();
 		sbi->opts.fs_gid = current_gid();
 		sbi->opts.fs_fmask = current_umask();
 		sbi->opts.fs_dmask = current_umask();
+		sbi->opts.allow_utime = (unsigned short)-1;
+		sbi->opts.errors = EXFAT_ERRORS_RO;
 	}
-	sbi->opts.allow_utime = (unsigned short)-1;
-	sbi->opts.errors = EXFAT_ERRORS_RO;
 
 	fc->s_fs_info = sbi;
 	fc->ops = &exfat_context_ops;

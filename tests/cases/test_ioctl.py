@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: GPL-2.0
+"""ioctls and remount: each test fails if its feature is removed."""
+
+import array
+import ctypes
+import errno
+import fcntl
+import os
+import struct
+
+from lib import (Image, assert_eq, assert_true, expect_errno, mount, sh,
+                 test, umount)
+from tree import write_file
+
+FS_IOC_GETFSLABEL = 0x81009431
+FS_IOC_SETFSLABEL = 0x41009432
+FS_IOC_GETFSUUID = 0x80111500
+FS_IOC_GETFLAGS = 0x80086601
+FS_IOC_FSGETXATTR = 0x801c581f
+FITRIM = 0xc0185879
+EXFAT_IOC_SHUTDOWN = 0x8004587d
+
+
+def get_label(mnt):
+    fd = os.open(mnt, os.O_RDONLY)
+    try:
+        buf = fcntl.ioctl(fd, FS_IOC_GETFSLABEL, b"\0" * 256)
+    finally:
+        os.close(fd)
+    return buf.split(b"\0", 1)[0].decode()
+
+
+def set_label(mnt, label):
+    fd = os.open(mnt, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, FS_IOC_SETFSLABEL, label.encode().ljust(256, b"\0"))
+    finally:
+        os.close(fd)
+
+
+@test(timeout=300, writes=True)
+def volume_label():
+    """FS_IOC_GET/SETFSLABEL, with and without an existing label entry."""
+    for initial in ("CARD", None):
+        with Image(size_mb=32, label=initial) as img:
+            with mount(img.dev) as mnt:
+                assert_eq(get_label(mnt), initial or "", "label at mount")
+                set_label(mnt, "Ünïcode-11")
+                assert_eq(get_label(mnt), "Ünïcode-11", "label after set")
+                expect_errno(errno.EINVAL, set_label, mnt, "x" * 12)
+            out = sh(f"exfatlabel {img.dev}").stdout
+            assert_true("Ünïcode-11" in out, f"exfatlabel says: {out}")
+            with mount(img.dev, opts="ro") as mnt:
+                assert_eq(get_label(mnt), "Ünïcode-11", "label after remount")
+
+
+@test(timeout=120, writes=False)
+def uuid_as_blkid():
+    """FS_IOC_GETFSUUID returns the volume serial as blkid shows it."""
+    with Image(size_mb=16) as img:
+        want = sh(f"blkid -o value -s UUID {img.dev}").stdout.strip()
+        with mount(img.dev, opts="ro") as mnt:
+            fd = os.open(mnt, os.O_RDONLY)
+            try:
+                buf = fcntl.ioctl(fd, FS_IOC_GETFSUUID, b"\0" * 17)
+            finally:
+                os.close(fd)
+        n = buf[0]
+        got = buf[1:1 + n].hex().upper()
+        assert_eq(f"{got[:4]}-{got[4:]}", want, "uuid")
+
+
+@test(timeout=300, writes=True)
+def fitrim_and_fileattr():
+    """FITRIM trims free space (range honoured); lsattr works."""
+    with Image(size_mb=64) as img:
+        with mount(img.dev) as mnt:
+            write_file(f"{mnt}/f", 1 << 20)
+            fd = os.open(mnt, os.O_RDONLY)
+            try:
+                rng = struct.pack("QQQ", 0, 1 << 62, 0)
+                out = fcntl.ioctl(fd, FITRIM, rng)
+                trimmed = struct.unpack("QQQ", out)[1]
+                assert_true(trimmed > 50 << 20, f"trimmed {trimmed}")
+                out = fcntl.ioctl(fd, FITRIM, struct.pack("QQQ", 0, 8 << 20, 0))
+                small = struct.unpack("QQQ", out)[1]
+                assert_true(small < trimmed and small <= 8 << 20,
+                            f"range honoured: {small}")
+                flags = array.array("l", [0])
+                fcntl.ioctl(fd, FS_IOC_GETFLAGS, flags)
+                assert_eq(flags[0], 0, "no inode flags")
+                fcntl.ioctl(fd, FS_IOC_FSGETXATTR, b"\0" * 28)
+            finally:
+                os.close(fd)
+            sh(f"lsattr -d {mnt}")
+
+
+@test(timeout=300, writes=False)
+def shutdown_modes():
+    """EXFAT_IOC_SHUTDOWN in all three modes: later operations fail."""
+    for mode in (0, 1, 2):
+        with Image(size_mb=32, fsck=(mode != 2)) as img:
+            with mount(img.dev) as mnt:
+                write_file(f"{mnt}/keep", 5000, seed=1)
+                fd = os.open(f"{mnt}/keep", os.O_RDWR)
+                fcntl.ioctl(fd, EXFAT_IOC_SHUTDOWN, struct.pack("I", mode))
+                expect_errno(errno.EIO, os.pread, fd, 10, 0)
+                expect_errno(errno.EIO, os.pwrite, fd, b"x", 0)
+                os.close(fd)
+                expect_errno(errno.EIO, os.listdir, mnt)
+                expect_errno(errno.EIO, os.open, f"{mnt}/new",
+                             os.O_CREAT | os.O_WRONLY)
+                expect_errno(errno.EIO, os.mkdir, f"{mnt}/d")
+            if mode != 2:
+                with mount(img.dev, opts="ro") as mnt:
+                    assert_eq(os.stat(f"{mnt}/keep").st_size, 5000,
+                              f"mode {mode}: synced file survives")
+
+
+@test(timeout=300, writes=True)
+def remount_options():
+    """Remount applies what is safe, refuses the rest, ro clears dirty."""
+    with Image(size_mb=32) as img:
+        with mount(img.dev) as mnt:
+            write_file(f"{mnt}/f", 10)
+            with open(img.dev, "rb") as f:
+                f.seek(106)
+                assert_true(f.read(1)[0] & 2, "VolumeDirty while dirty")
+            sh(f"mount -o remount,errors=continue {mnt}")
+            opts = sh(f"grep ' {mnt} ' /proc/mounts").stdout
+            assert_true("errors=continue" in opts, opts)
+            r = sh(f"mount -o remount,uid=1234 {mnt}", check=False)
+            assert_true(r.returncode != 0, "uid change refused")
+            assert_true("uid" in sh("dmesg | tail -5").stdout,
+                        "refusal explained")
+            sh(f"mount -o remount,ro {mnt}")
+            with open(img.dev, "rb") as f:
+                f.seek(106)
+                assert_eq(f.read(1)[0] & 2, 0, "ro remount clears VolumeDirty")
+            sh(f"mount -o remount,rw {mnt}")
+            write_file(f"{mnt}/g", 10)
