@@ -248,12 +248,13 @@ static int exfat_chain_contiguous(struct inode *inode,
  * exfat_alloc_clusters - grow an inode's cluster chain
  * @inode: file or directory, with map_lock held exclusive
  * @want: number of clusters the chain must have
+ * @zero: write zeros to the new clusters before linking them (directories)
  *
  * New clusters continue the chain where it ends when they can; a file
  * whose clusters stay contiguous keeps NoFatChain.  Nothing is zeroed.
  * All or nothing: returns 0, -ENOSPC, or an error from the FAT.
  */
-int exfat_alloc_clusters(struct inode *inode, u32 want)
+int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero)
 {
 	struct super_block *sb = inode->i_sb;
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
@@ -274,6 +275,13 @@ int exfat_alloc_clusters(struct inode *inode, u32 want)
 	}
 
 	mutex_lock(&sbi->alloc_lock);
+	if (need > sbi->free_clusters && sbi->pending_clusters) {
+		mutex_unlock(&sbi->alloc_lock);
+		err = exfat_commit_frees(sb);
+		if (err)
+			return err;
+		mutex_lock(&sbi->alloc_lock);
+	}
 	if (need > sbi->free_clusters) {
 		err = -ENOSPC;
 		goto out;
@@ -284,7 +292,8 @@ int exfat_alloc_clusters(struct inode *inode, u32 want)
 	hint = last ? last + 1 : sbi->alloc_hint;
 
 	while (need) {
-		if (!exfat_find_free_run(sb, hint, need, &start, &len)) {
+		if (!exfat_find_free_run(sb, hint, zero ? 1 : need, &start,
+					 &len)) {
 			exfat_fs_error(sb, "bitmap has no free cluster, %u counted free",
 				       sbi->free_clusters);
 			err = -EFSCORRUPTED;
@@ -292,6 +301,12 @@ int exfat_alloc_clusters(struct inode *inode, u32 want)
 		}
 		exfat_bitmap_set_range(sb, start, len, true);
 		sbi->free_clusters -= len;
+		if (zero) {
+			/* a directory cluster is zero on disk before it is linked */
+			err = exfat_zero_clusters_sync(sb, start, len);
+			if (err)
+				break;
+		}
 
 		if (!ei->alloc_clus) {
 			ei->start_clu = start;
@@ -311,6 +326,7 @@ int exfat_alloc_clusters(struct inode *inode, u32 want)
 			break;
 		}
 		ei->alloc_clus += len;
+		ei->alloc_seq = ++sbi->alloc_seq;
 		last = start + len - 1;
 		need -= len;
 		hint = last + 1;
@@ -322,17 +338,120 @@ out:
 	return err;
 }
 
-/* Free the run [clu, clu + len), which must all be marked in use. */
-static void exfat_free_run(struct super_block *sb, u32 clu, u32 len)
+struct exfat_pending_free {
+	struct list_head list;
+	u32		clu;
+	u32		len;
+};
+
+/* Clear the bitmap bits of a run for good; with alloc_lock held. */
+static void exfat_release_run(struct super_block *sb, u32 clu, u32 len)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 
+	lockdep_assert_held(&sbi->alloc_lock);
 	exfat_bitmap_set_range(sb, clu, len, false);
 	sbi->free_clusters += len;
-	if (sbi->opts.discard)
-		sb_issue_discard(sb, exfat_clu_to_sect(sbi, clu),
-				 (sector_t)len << (sbi->clu_shift - sbi->sect_shift),
-				 GFP_NOFS, 0);
+}
+
+/*
+ * Free the run [clu, clu + len).  Its bits stay set in the bitmap until
+ * exfat_commit_frees() has made durable whatever stopped referring to it
+ * (a deleted entry set, a smaller size): until then a crash can leak the
+ * clusters but never leave a file pointing at free ones, and they cannot
+ * be handed to another file whose data would then overwrite them.
+ */
+static void exfat_free_run(struct super_block *sb, u32 clu, u32 len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_pending_free *pf;
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	pf = kmalloc(sizeof(*pf), GFP_NOFS | __GFP_NOFAIL);
+	pf->clu = clu;
+	pf->len = len;
+	list_add_tail(&pf->list, &sbi->pending_frees);
+	sbi->pending_clusters += len;
+}
+
+/**
+ * exfat_commit_frees - return freed clusters to the allocator
+ * @sb: the volume
+ *
+ * Writes all dirty metadata and flushes the device, so that no durable
+ * entry set refers to the clusters freed before this call, then clears
+ * their bitmap bits.  Called by sync, fsync and an allocation that would
+ * fail for want of them.
+ */
+int exfat_commit_frees(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_pending_free *pf, *tmp;
+	LIST_HEAD(batch);
+	int err;
+
+	mutex_lock(&sbi->alloc_lock);
+	list_splice_init(&sbi->pending_frees, &batch);
+	mutex_unlock(&sbi->alloc_lock);
+	if (list_empty(&batch))
+		return 0;
+
+	err = sync_blockdev(sb->s_bdev);
+	if (!err)
+		err = blkdev_issue_flush(sb->s_bdev);
+
+	mutex_lock(&sbi->alloc_lock);
+	list_for_each_entry_safe(pf, tmp, &batch, list) {
+		sbi->pending_clusters -= pf->len;
+		/* on error the clusters stay allocated: leaked, not lost */
+		if (!err) {
+			exfat_release_run(sb, pf->clu, pf->len);
+			if (sbi->opts.discard)
+				sb_issue_discard(sb, exfat_clu_to_sect(sbi, pf->clu),
+						 (sector_t)pf->len <<
+						 (sbi->clu_shift - sbi->sect_shift),
+						 GFP_NOFS, 0);
+		}
+		list_del(&pf->list);
+		kfree(pf);
+	}
+	mutex_unlock(&sbi->alloc_lock);
+	return err;
+}
+
+/*
+ * Make the FAT and the bitmap durable up to the latest allocation, before
+ * an entry set that refers to newly allocated clusters is written.
+ */
+int exfat_sync_alloc(struct super_block *sb, u64 seq)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	loff_t fat = (loff_t)sbi->fat_start << sbi->sect_shift;
+	loff_t map = exfat_clu_to_bytes(sbi, sbi->bitmap_clu) +
+		     ((loff_t)sbi->heap_start << sbi->sect_shift);
+	int err;
+
+	if (READ_ONCE(sbi->alloc_synced) >= seq)
+		return 0;
+	mutex_lock(&sbi->alloc_sync_lock);
+	if (sbi->alloc_synced >= seq)
+		goto out;
+	seq = READ_ONCE(sbi->alloc_seq);
+	err = sync_blockdev_range(sb->s_bdev, fat,
+				  fat + ((loff_t)sbi->fat_sectors << sbi->sect_shift) - 1);
+	if (!err)
+		err = sync_blockdev_range(sb->s_bdev, map,
+					  map + ((loff_t)sbi->bitmap_nr_bh << sbi->sect_shift) - 1);
+	if (!err)
+		err = blkdev_issue_flush(sb->s_bdev);
+	if (err) {
+		mutex_unlock(&sbi->alloc_sync_lock);
+		return err;
+	}
+	WRITE_ONCE(sbi->alloc_synced, seq);
+out:
+	mutex_unlock(&sbi->alloc_sync_lock);
+	return 0;
 }
 
 /**
@@ -401,6 +520,11 @@ int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 	u32 len;
 	int err;
 
+	if (!READ_ONCE(sbi->free_clusters) && READ_ONCE(sbi->pending_clusters)) {
+		err = exfat_commit_frees(sb);
+		if (err)
+			return err;
+	}
 	mutex_lock(&sbi->alloc_lock);
 	if (!sbi->free_clusters ||
 	    !exfat_find_free_run(sb, sbi->alloc_hint, 1, clu, &len)) {
@@ -413,8 +537,10 @@ int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 	sbi->alloc_hint = *clu + 1;
 	mutex_unlock(&sbi->alloc_lock);
 
-	err = exfat_zero_sectors(sb, exfat_clu_to_sect(sbi, *clu),
-				 1U << (sbi->clu_shift - sbi->sect_shift));
+	/* zeroed and marked in use on disk before an entry points to it */
+	err = exfat_zero_clusters_sync(sb, *clu, 1);
+	if (!err)
+		err = exfat_sync_alloc(sb, U64_MAX);
 	if (err)
 		exfat_free_dir_cluster(sb, *clu);
 	return err;
@@ -475,4 +601,31 @@ int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,
 		cond_resched();
 	}
 	return err;
+}
+
+/* Write zeros to clusters [clu, clu + n) and wait for them. */
+int exfat_zero_clusters_sync(struct super_block *sb, u32 clu, u32 n)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	sector_t sect = exfat_clu_to_sect(sbi, clu);
+	sector_t nr = (sector_t)n << (sbi->clu_shift - sbi->sect_shift);
+	int err;
+
+	err = exfat_zero_sectors(sb, sect, nr);
+	if (err)
+		return err;
+	return sync_blockdev_range(sb->s_bdev, (loff_t)sect << sbi->sect_shift,
+				   ((loff_t)(sect + nr) << sbi->sect_shift) - 1);
+}
+
+void exfat_drop_pending_frees(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_pending_free *pf, *tmp;
+
+	list_for_each_entry_safe(pf, tmp, &sbi->pending_frees, list) {
+		list_del(&pf->list);
+		kfree(pf);
+	}
+	sbi->pending_clusters = 0;
 }

@@ -253,31 +253,10 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 	return 0;
 }
 
-/* Zero the clusters [fclu, fclu + n) of directory dir in the buffer cache. */
-static int exfat_zero_dir_clusters(struct inode *dir, u32 fclu, u32 n)
-{
-	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
-	u32 clu, run;
-	int err;
-
-	while (n) {
-		err = exfat_map_cluster_locked(dir, fclu, &clu, &run);
-		if (err)
-			return err;
-		run = min(run, n);
-		err = exfat_zero_sectors(dir->i_sb, exfat_clu_to_sect(sbi, clu),
-					 run << (sbi->clu_shift - sbi->sect_shift));
-		if (err)
-			return err;
-		fclu += run;
-		n -= run;
-	}
-	return 0;
-}
-
 /*
  * Give directory dir one more cluster, zeroed (all end-of-directory
- * entries).  The caller holds dir's i_rwsem exclusive.
+ * entries) on disk before it is linked, and the directory's new size
+ * written to its entry set.  The caller holds dir's i_rwsem exclusive.
  */
 static int exfat_grow_dir(struct inode *dir)
 {
@@ -289,12 +268,7 @@ static int exfat_grow_dir(struct inode *dir)
 	if (old + 1 > exfat_max_dir_clus(sbi))
 		return -ENOSPC;
 	down_write(&ei->map_lock);
-	err = exfat_alloc_clusters(dir, old + 1);
-	if (!err) {
-		err = exfat_zero_dir_clusters(dir, old, 1);
-		if (err)
-			exfat_free_clusters(dir, old);
-	}
+	err = exfat_alloc_clusters(dir, old + 1, true);
 	if (!err) {
 		i_size_write(dir, (loff_t)ei->alloc_clus << sbi->clu_shift);
 		ei->valid_size = i_size_read(dir);
@@ -302,7 +276,7 @@ static int exfat_grow_dir(struct inode *dir)
 	}
 	up_write(&ei->map_lock);
 	if (!err)
-		mark_inode_dirty(dir);
+		err = __exfat_write_inode(dir, false);
 	return err;
 }
 

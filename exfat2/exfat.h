@@ -13,6 +13,27 @@
  *
  * There is no volume-wide lock on the I/O path: mapping a file block takes
  * only that inode's map_lock, shared, once its extent cache covers the block.
+ *
+ * Write ordering (exFAT has no journal; these rules keep every crash
+ * point a volume fsck.exfat accepts, at worst dirty with leaked clusters,
+ * and keep what fsync returned for):
+ *
+ *  1. VolumeDirty is set, with FUA, before the first metadata change, and
+ *     cleared only by sync_fs/unmount once everything is written.
+ *  2. Data before the metadata that exposes it: ValidDataLength on disk
+ *     never covers page cache not yet written back; it moves up when the
+ *     writeback completes (file.c, exfat_ioend_work).
+ *  3. Allocation before reference: an entry set naming clusters is written
+ *     only after the FAT and bitmap that allocate them (exfat_sync_alloc);
+ *     a new directory cluster is zero on disk before it is linked.
+ *  4. Release after dereference: freed clusters keep their bitmap bits
+ *     until the metadata that stopped referring to them is durable
+ *     (exfat_commit_frees); a shrinking size is written before the chain
+ *     is cut.
+ *  5. Rename writes the new entry set before removing the old one, so a
+ *     file always has one name, at most two.
+ *  6. fsync: data, then the FAT and bitmap, then the file's entry set,
+ *     then the rest of the metadata, then a cache flush.
  */
 #ifndef _EXFAT2_H
 #define _EXFAT2_H
@@ -94,6 +115,13 @@ struct exfat_sb_info {
 	u32		bitmap_clu;	/* first cluster of the bitmap */
 	u32		free_clusters;
 	u32		alloc_hint;	/* where the next search starts */
+	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
+	u32		pending_clusters;
+	u64		alloc_seq;	/* bumped by every allocation */
+
+	/* alloc_sync_lock serialises syncs of the FAT and bitmap */
+	struct mutex	alloc_sync_lock;
+	u64		alloc_synced;	/* alloc_seq durable on disk */
 
 	/* Up-case table: 65536 entries, immutable after mount. */
 	u16		*upcase;
@@ -110,6 +138,7 @@ struct exfat_sb_info {
 	unsigned int	label_len;
 
 	struct nls_table *nls;		/* NULL for utf8 */
+	struct workqueue_struct *ioend_wq;
 	struct exfat_mount_options opts;
 	unsigned long	state;		/* EXFAT_STATE_* bits */
 	struct ratelimit_state msg_ratelimit;
@@ -140,6 +169,13 @@ struct exfat_inode_info {
 	struct rw_semaphore map_lock;
 	loff_t		valid_size;	/* ValidDataLength */
 	u32		alloc_clus;	/* clusters in the chain */
+	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
+	loff_t		disk_valid;	/* ValidDataLength last written to disk */
+
+	/* completed writeback, handled in process context; see file.c */
+	spinlock_t	ioend_lock;
+	struct list_head ioend_list;
+	struct work_struct ioend_work;
 	/*
 	 * False while the block holding ValidDataLength may hold stale bytes
 	 * past it on disk (as another system left it); see file.c.
@@ -278,7 +314,11 @@ int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
 int exfat_load_bitmap(struct super_block *sb, u32 clu, u64 len);
 void exfat_free_bitmap(struct super_block *sb);
 bool exfat_clu_in_use(struct super_block *sb, u32 clu);
-int exfat_alloc_clusters(struct inode *inode, u32 want);
+int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero);
+int exfat_commit_frees(struct super_block *sb);
+void exfat_drop_pending_frees(struct super_block *sb);
+int exfat_sync_alloc(struct super_block *sb, u64 seq);
+int exfat_zero_clusters_sync(struct super_block *sb, u32 clu, u32 n);
 int exfat_free_clusters(struct inode *inode, u32 keep);
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
 void exfat_free_dir_cluster(struct super_block *sb, u32 clu);
@@ -383,6 +423,7 @@ int exfat_local_offset(struct super_block *sb);
 extern const struct file_operations exfat_file_operations;
 extern const struct address_space_operations exfat_aops;
 int exfat_truncate(struct inode *inode, loff_t size);
+void exfat_ioend_work(struct work_struct *work);
 int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
 		 u64 start, u64 len);
 

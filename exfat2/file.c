@@ -191,7 +191,7 @@ static int exfat_write_iomap_begin(struct inode *inode, loff_t pos,
 
 		if (need > avail && avail > fclu)
 			need = avail;
-		err = exfat_alloc_clusters(inode, need);
+		err = exfat_alloc_clusters(inode, need, false);
 		if (err)
 			goto out;
 		iomap->flags |= IOMAP_F_DIRTY;
@@ -248,8 +248,55 @@ static int exfat_map_blocks(struct iomap_writepage_ctx *wpc,
 	return 0;
 }
 
+/*
+ * Writeback completion: finish the ioends in process context, then, if
+ * ValidDataLength on disk lags behind, move it up over the data now on
+ * disk (sync_fs waits for this work before writing the metadata).
+ */
+void exfat_ioend_work(struct work_struct *work)
+{
+	struct exfat_inode_info *ei = container_of(work,
+						   struct exfat_inode_info,
+						   ioend_work);
+	struct iomap_ioend *ioend, *next;
+	LIST_HEAD(list);
+
+	spin_lock_irq(&ei->ioend_lock);
+	list_splice_init(&ei->ioend_list, &list);
+	spin_unlock_irq(&ei->ioend_lock);
+	list_for_each_entry_safe(ioend, next, &list, io_list) {
+		list_del_init(&ioend->io_list);
+		iomap_finish_ioends(ioend,
+				    blk_status_to_errno(ioend->io_bio.bi_status));
+	}
+	if (READ_ONCE(ei->valid_size) > READ_ONCE(ei->disk_valid))
+		__exfat_write_inode(&ei->vfs_inode, false);
+}
+
+static void exfat_writeback_end_bio(struct bio *bio)
+{
+	struct iomap_ioend *ioend = iomap_ioend_from_bio(bio);
+	struct inode *inode = ioend->io_inode;
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	unsigned long flags;
+
+	spin_lock_irqsave(&ei->ioend_lock, flags);
+	if (list_empty(&ei->ioend_list))
+		queue_work(EXFAT_SB(inode->i_sb)->ioend_wq, &ei->ioend_work);
+	list_add_tail(&ioend->io_list, &ei->ioend_list);
+	spin_unlock_irqrestore(&ei->ioend_lock, flags);
+}
+
+static int exfat_prepare_ioend(struct iomap_ioend *ioend, int status)
+{
+	if (!status)
+		ioend->io_bio.bi_end_io = exfat_writeback_end_bio;
+	return status;
+}
+
 static const struct iomap_writeback_ops exfat_writeback_ops = {
 	.map_blocks	= exfat_map_blocks,
+	.prepare_ioend	= exfat_prepare_ioend,
 };
 
 static int exfat_writepages(struct address_space *mapping,
@@ -309,7 +356,7 @@ static int exfat_expand(struct inode *inode, loff_t size)
 	if (need > sbi->clu_count)
 		return -ENOSPC;
 	down_write(&ei->map_lock);
-	err = exfat_alloc_clusters(inode, need);
+	err = exfat_alloc_clusters(inode, need, false);
 	up_write(&ei->map_lock);
 	if (err)
 		return err;
@@ -478,7 +525,12 @@ int exfat_truncate(struct inode *inode, loff_t size)
 	truncate_setsize(inode, size);
 	down_write(&ei->map_lock);
 	ei->valid_size = min(ei->valid_size, size);
-	err = exfat_free_clusters(inode, exfat_bytes_to_clus(sbi, size));
+	up_write(&ei->map_lock);
+	/* the smaller size reaches the disk before the chain is cut */
+	err = __exfat_write_inode(inode, true);
+	down_write(&ei->map_lock);
+	if (!err)
+		err = exfat_free_clusters(inode, exfat_bytes_to_clus(sbi, size));
 	up_write(&ei->map_lock);
 	filemap_invalidate_unlock(inode->i_mapping);
 	mark_inode_dirty(inode);
@@ -566,13 +618,16 @@ static int exfat_file_fsync(struct file *file, loff_t start, loff_t end,
 
 	if (unlikely(exfat_forced_shutdown(sb)))
 		return -EIO;
+	/*
+	 * Data first; then the inode's entry set, which write_inode writes
+	 * only after the FAT and bitmap it depends on; then the rest of the
+	 * metadata (the parent directory's entries and size), and a flush.
+	 */
 	err = file_write_and_wait_range(file, start, end);
-	if (err)
-		return err;
-	/* allocation (bitmap, FAT) and new entries before the entry set */
-	err = sync_blockdev(sb->s_bdev);
 	if (!err)
 		err = sync_inode_metadata(inode, 1);
+	if (!err)
+		err = sync_blockdev(sb->s_bdev);
 	if (!err)
 		err = blkdev_issue_flush(sb->s_bdev);
 	return err;

@@ -7,6 +7,7 @@
 #include <linux/time.h>
 #include <linux/hash.h>
 #include <linux/writeback.h>
+#include <linux/pagemap.h>
 #include "exfat.h"
 
 struct exfat_iget_key {
@@ -132,6 +133,7 @@ static int exfat_fill_inode(struct inode *inode, struct inode *dir,
 	ei->dir_flags = EXFAT_I(dir)->flags & EXFAT_FLAG_NO_FAT_CHAIN;
 	inode->i_size = le64_to_cpu(st->size);
 	ei->valid_size = le64_to_cpu(st->valid_size);
+	ei->disk_valid = ei->valid_size;
 	if (!inode->i_size)
 		ei->start_clu = 0;
 	ei->alloc_clus = exfat_bytes_to_clus(sbi, inode->i_size);
@@ -246,6 +248,11 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	if (exfat_forced_shutdown(sb))
 		return -EIO;
 
+	/* the clusters it refers to are allocated on disk first */
+	err = exfat_sync_alloc(sb, READ_ONCE(ei->alloc_seq));
+	if (err)
+		return err;
+
 	exfat_dir_iter_init_pos(&it, sb, ei->dir_clu, ei->dir_flags);
 	it.sync = sync;
 	down_read(&ei->map_lock);
@@ -267,11 +274,27 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 		size = (u64)ei->alloc_clus << sbi->clu_shift;
 		valid = size;
 	} else {
+		u64 old = le64_to_cpu(st->valid_size);
+
 		size = i_size_read(inode);
 		valid = min_t(u64, ei->valid_size, size);
+		/*
+		 * ValidDataLength on disk never covers data still in the page
+		 * cache: it moves up once writeback has completed (the ioend
+		 * work writes the entry set again).
+		 */
+		if (valid > old &&
+		    filemap_range_needs_writeback(inode->i_mapping, old,
+						  valid - 1))
+			valid = min(old, size);
+		WRITE_ONCE(ei->disk_valid, valid);
 	}
-	st->flags = EXFAT_FLAG_ALLOC_POSSIBLE | ei->flags;
-	st->first_cluster = cpu_to_le32(ei->start_clu);
+	st->flags = EXFAT_FLAG_ALLOC_POSSIBLE;
+	st->first_cluster = 0;
+	if (size) {
+		st->flags |= ei->flags;
+		st->first_cluster = cpu_to_le32(ei->start_clu);
+	}
 	st->size = cpu_to_le64(size);
 	st->valid_size = cpu_to_le64(valid);
 	err = exfat_put_entry_set(&it, es);

@@ -96,6 +96,8 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->attr = 0;
 	ei->valid_size = 0;
 	ei->alloc_clus = 0;
+	ei->alloc_seq = 0;
+	ei->disk_valid = 0;
 	ei->tail_clean = true;
 	ei->ext = NULL;
 	ei->nr_ext = 0;
@@ -114,6 +116,7 @@ static void exfat_evict_inode(struct inode *inode)
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
 	truncate_inode_pages_final(&inode->i_data);
+	flush_work(&ei->ioend_work);
 	/* an unlinked inode's entry set is gone: its clusters can go too */
 	if (!inode->i_nlink && !is_bad_inode(inode) && ei->alloc_clus) {
 		down_write(&ei->map_lock);
@@ -182,7 +185,11 @@ static int exfat_sync_fs(struct super_block *sb, int wait)
 
 	if (!wait || exfat_forced_shutdown(sb) || sb_rdonly(sb))
 		return 0;
-	err = sync_blockdev(sb->s_bdev);
+	/* ValidDataLength updates of completed writeback */
+	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
+	err = exfat_commit_frees(sb);
+	if (!err)
+		err = sync_blockdev(sb->s_bdev);
 	if (!err)
 		err = exfat_clear_vol_dirty(sb);
 	return err;
@@ -193,15 +200,21 @@ static void exfat_inode_init_once(void *obj)
 	struct exfat_inode_info *ei = obj;
 
 	init_rwsem(&ei->map_lock);
+	spin_lock_init(&ei->ioend_lock);
+	INIT_LIST_HEAD(&ei->ioend_list);
+	INIT_WORK(&ei->ioend_work, exfat_ioend_work);
 	inode_init_once(&ei->vfs_inode);
 }
 
 static void exfat_put_super(struct super_block *sb)
 {
+	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
 	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb) &&
-	    !sync_blockdev(sb->s_bdev))
+	    !exfat_commit_frees(sb) && !sync_blockdev(sb->s_bdev))
 		exfat_clear_vol_dirty(sb);
+	exfat_drop_pending_frees(sb);
 	exfat_free_bitmap(sb);
+	destroy_workqueue(EXFAT_SB(sb)->ioend_wq);
 }
 
 /*
@@ -298,7 +311,8 @@ static int exfat_statfs(struct dentry *dentry, struct kstatfs *buf)
 	buf->f_type = sb->s_magic;
 	buf->f_bsize = sbi->clu_size;
 	buf->f_blocks = sbi->clu_count;
-	buf->f_bfree = READ_ONCE(sbi->free_clusters);
+	buf->f_bfree = READ_ONCE(sbi->free_clusters) +
+		       READ_ONCE(sbi->pending_clusters);
 	buf->f_bavail = buf->f_bfree;
 	buf->f_fsid = u64_to_fsid(id);
 	buf->f_namelen = EXFAT_MAX_NAME_LEN * NLS_MAX_CHARSET_SIZE;
@@ -757,15 +771,21 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_time_max = EXFAT_MAX_TIME;
 	sb->s_maxbytes = MAX_LFS_FILESIZE;
 
-	bs = kmalloc(sizeof(*bs), GFP_KERNEL);
-	if (!bs)
+	sbi->ioend_wq = alloc_workqueue("exfat2-ioend/%s",
+					WQ_MEM_RECLAIM | WQ_FREEZABLE, 0, sb->s_id);
+	if (!sbi->ioend_wq)
 		return -ENOMEM;
+	bs = kmalloc(sizeof(*bs), GFP_KERNEL);
+	if (!bs) {
+		err = -ENOMEM;
+		goto out;
+	}
 	err = exfat_read_boot(sb, bs);
 	if (!err)
 		exfat_set_geometry(sbi, bs);
 	kfree(bs);
 	if (err)
-		return err;
+		goto out;
 
 	{
 		/* the volume serial, in the order blkid prints it */
@@ -808,6 +828,7 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 out:
 	/* the up-case table goes with sbi in exfat_kill_sb */
 	exfat_free_bitmap(sb);
+	destroy_workqueue(sbi->ioend_wq);
 	return err;
 }
 
@@ -898,6 +919,8 @@ static int exfat_init_fs_context(struct fs_context *fc)
 	mutex_init(&sbi->alloc_lock);
 	mutex_init(&sbi->label_lock);
 	mutex_init(&sbi->vol_lock);
+	mutex_init(&sbi->alloc_sync_lock);
+	INIT_LIST_HEAD(&sbi->pending_frees);
 	ratelimit_state_init(&sbi->msg_ratelimit, DEFAULT_RATELIMIT_INTERVAL,
 			     DEFAULT_RATELIMIT_BURST);
 

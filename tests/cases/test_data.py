@@ -112,3 +112,29 @@ def fill_file_to_enospc():
             assert_eq(size, free0 * 4096, "file took every free cluster")
             os.truncate(f"{mnt}/f", 0)
             assert_eq(os.statvfs(mnt).f_bfree, free0, "all clusters freed")
+
+
+@test(timeout=300, writes=False)
+def fsync_survives_shutdown():
+    """What fsync returned for survives a shutdown without sync (unplug)."""
+    import fcntl
+    import struct
+    with Image(size_mb=32, fsck=False) as img:
+        with mount(img.dev) as mnt:
+            os.mkdir(f"{mnt}/d")
+            for i in range(8):
+                fd = os.open(f"{mnt}/d/f{i}", os.O_CREAT | os.O_WRONLY, 0o644)
+                os.write(fd, pattern(3000 * (i + 1), i))
+                os.fsync(fd)
+                os.close(fd)
+            write_file(f"{mnt}/d/not-synced", 50000, seed=99)
+            fd = os.open(mnt, os.O_RDONLY)
+            fcntl.ioctl(fd, 0x8004587d, struct.pack("I", 2))   # NOLOGFLUSH
+            os.close(fd)
+        r = sh(f"fsck.exfat -n {img.dev}", check=False)
+        out = r.stdout + r.stderr
+        with mount(img.dev, opts="ro") as mnt:
+            for i in range(8):
+                with open(f"{mnt}/d/f{i}", "rb") as f:
+                    assert_eq(f.read(), pattern(3000 * (i + 1), i),
+                              f"fsynced f{i}\n{out}")
