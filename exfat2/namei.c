@@ -217,6 +217,31 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 	return err ? ERR_PTR(err) : es;
 }
 
+/*
+ * A directory whose first cluster is that of the directory holding it, or
+ * of an ancestor, would make the tree a loop: refuse it.
+ */
+static bool exfat_dir_loops(struct dentry *parent, struct inode *inode)
+{
+	u32 clu = EXFAT_I(inode)->start_clu;
+	struct dentry *p = dget(parent), *up;
+	bool loops = false;
+
+	for (;;) {
+		if (EXFAT_I(d_inode(p))->start_clu == clu) {
+			loops = true;
+			break;
+		}
+		if (IS_ROOT(p))
+			break;
+		up = dget_parent(p);
+		dput(p);
+		p = up;
+	}
+	dput(p);
+	return loops;
+}
+
 static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 				   unsigned int flags)
 {
@@ -247,6 +272,14 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 	if (es) {
 		inode = exfat_iget(sb, dir, es);
 		kfree(es);
+		if (!IS_ERR(inode) && S_ISDIR(inode->i_mode) &&
+		    EXFAT_I(inode)->start_clu &&
+		    exfat_dir_loops(dentry->d_parent, inode)) {
+			exfat_fs_error(sb, "directory %lu: subdirectory at %u loops to an ancestor",
+				       dir->i_ino, EXFAT_I(inode)->start_clu);
+			iput(inode);
+			inode = ERR_PTR(-EFSCORRUPTED);
+		}
 	}
 out:
 	kfree(uni);
