@@ -401,3 +401,35 @@ struct exfat_entry_set *exfat_build_set(struct super_block *sb,
 	kfree(le);
 	return es;
 }
+
+/*
+ * Find the first entry of the given type before the end of directory.
+ * Returns 0 with *eidx set, -ENOENT, or an error.
+ */
+int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx)
+{
+	struct exfat_dir_iter it;
+	const union exfat_dentry *de;
+	u32 i, nr = exfat_dir_entries(dir);
+	int err = -ENOENT;
+
+	if (!EXFAT_I(dir)->start_clu)
+		return -ENOENT;
+	exfat_dir_iter_init(&it, dir);
+	for (i = 0; i < nr; i++) {
+		de = exfat_dir_iter_get(&it, i);
+		if (IS_ERR(de)) {
+			err = PTR_ERR(de);
+			break;
+		}
+		if (de->generic.type == EXFAT_TYPE_EOD)
+			break;
+		if (de->generic.type == type) {
+			*eidx = i;
+			err = 0;
+			break;
+		}
+	}
+	exfat_dir_iter_release(&it);
+	return err;
+}

@@ -390,6 +390,7 @@ int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
 		       const union exfat_dentry *de);
 int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es);
 int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx);
+int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx);
 int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr);
 struct exfat_entry_set *exfat_build_set(struct super_block *sb,
 					const u16 *uni, unsigned int len,

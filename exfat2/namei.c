@@ -434,29 +434,12 @@ static int exfat_mkdir(struct mnt_idmap *idmap, struct inode *dir,
 /* Does directory inode hold any file? */
 static int exfat_dir_empty(struct inode *inode)
 {
-	struct exfat_dir_iter it;
-	const union exfat_dentry *de;
-	u32 eidx, nr = exfat_dir_entries(inode);
-	int ret = 0;
+	u32 eidx;
+	int err = exfat_dir_find_type(inode, EXFAT_TYPE_FILE, &eidx);
 
-	if (!EXFAT_I(inode)->start_clu)
+	if (err == -ENOENT)
 		return 0;
-	exfat_dir_iter_init(&it, inode);
-	for (eidx = 0; eidx < nr; eidx++) {
-		de = exfat_dir_iter_get(&it, eidx);
-		if (IS_ERR(de)) {
-			ret = PTR_ERR(de);
-			break;
-		}
-		if (de->generic.type == EXFAT_TYPE_EOD)
-			break;
-		if (de->generic.type == EXFAT_TYPE_FILE) {
-			ret = -ENOTEMPTY;
-			break;
-		}
-	}
-	exfat_dir_iter_release(&it);
-	return ret;
+	return err ?: -ENOTEMPTY;
 }
 
 /* Remove the entry set of inode from dir; the inode keeps its clusters. */

@@ -259,12 +259,11 @@ static void exfat_sb_shutdown(struct super_block *sb)
 int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len)
 {
 	struct inode *root = d_inode(sb->s_root);
-	const union exfat_dentry *de;
 	union exfat_dentry label = {};
 	struct exfat_dir_iter it;
-	u32 eidx, nr, found = U32_MAX;
 	unsigned int i;
-	int err = 0;
+	u32 found;
+	int err;
 
 	if (unlikely(exfat_forced_shutdown(sb)))
 		return -EIO;
@@ -274,23 +273,8 @@ int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len)
 		label.label.label[i] = cpu_to_le16(uni[i]);
 
 	inode_lock(root);
-	nr = exfat_dir_entries(root);
-	exfat_dir_iter_init(&it, root);
-	for (eidx = 0; eidx < nr; eidx++) {
-		de = exfat_dir_iter_get(&it, eidx);
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
-		}
-		if (de->generic.type == EXFAT_TYPE_EOD)
-			break;
-		if (de->generic.type == EXFAT_TYPE_LABEL) {
-			found = eidx;
-			break;
-		}
-	}
-	exfat_dir_iter_release(&it);
-	if (!err && found == U32_MAX)
+	err = exfat_dir_find_type(root, EXFAT_TYPE_LABEL, &found);
+	if (err == -ENOENT)
 		err = exfat_find_slots(root, 1, &found);
 	if (!err) {
 		exfat_dir_iter_init(&it, root);
