@@ -407,6 +407,8 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 extern const struct inode_operations exfat_file_inode_operations;
 struct inode *exfat_iget(struct super_block *sb, struct inode *dir,
 			 const struct exfat_entry_set *es);
+struct inode *exfat_iget_pos(struct super_block *sb, u32 dir_clu, u8 dir_flags,
+			     const struct exfat_entry_set *es);
 struct inode *exfat_ilookup(struct super_block *sb, struct inode *dir,
 			    u32 eidx);
 umode_t exfat_make_mode(struct exfat_sb_info *sbi, u16 attr);
@@ -448,6 +450,9 @@ struct fileattr;
 int exfat_fileattr_get(struct dentry *dentry, struct fileattr *fa);
 int exfat_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
 		       struct fileattr *fa);
+
+/* export.c */
+extern const struct export_operations exfat_export_ops;
 
 /* super.c */
 void exfat_set_ro(struct super_block *sb);

@@ -13,6 +13,7 @@
 struct exfat_iget_key {
 	u32	dir_clu;
 	u32	eidx;
+	u8	dir_flags;
 };
 
 static unsigned long exfat_pos_hash(u32 dir_clu, u32 eidx)
@@ -59,7 +60,7 @@ umode_t exfat_make_mode(struct exfat_sb_info *sbi, u16 attr)
 }
 
 /* Check the stream entry against the volume before the inode uses it. */
-static int exfat_check_stream(struct super_block *sb, struct inode *dir,
+static int exfat_check_stream(struct super_block *sb, u32 dir_clu,
 			      const struct exfat_entry_set *es, bool is_dir)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
@@ -84,8 +85,8 @@ static int exfat_check_stream(struct super_block *sb, struct inode *dir,
 		why = "directory ValidDataLength differs from DataLength";
 	if (!why)
 		return 0;
-	exfat_fs_error(sb, "directory %lu, entry %u: %s", dir->i_ino, es->eidx,
-		       why);
+	exfat_fs_error(sb, "directory at cluster %u, entry %u: %s", dir_clu,
+		       es->eidx, why);
 	return -EFSCORRUPTED;
 }
 
@@ -108,7 +109,7 @@ static void exfat_fill_times(struct inode *inode,
 	inode_set_atime_to_ts(inode, ts);
 }
 
-static int exfat_fill_inode(struct inode *inode, struct inode *dir,
+static int exfat_fill_inode(struct inode *inode, u8 dir_flags,
 			    const struct exfat_entry_set *es)
 {
 	struct super_block *sb = inode->i_sb;
@@ -120,7 +121,7 @@ static int exfat_fill_inode(struct inode *inode, struct inode *dir,
 	bool is_dir = attr & EXFAT_ATTR_DIRECTORY;
 	int err;
 
-	err = exfat_check_stream(sb, dir, es, is_dir);
+	err = exfat_check_stream(sb, ei->dir_clu, es, is_dir);
 	if (err)
 		return err;
 
@@ -130,7 +131,7 @@ static int exfat_fill_inode(struct inode *inode, struct inode *dir,
 	ei->attr = attr;
 	ei->flags = st->flags & EXFAT_FLAG_NO_FAT_CHAIN;
 	ei->start_clu = le32_to_cpu(st->first_cluster);
-	ei->dir_flags = EXFAT_I(dir)->flags & EXFAT_FLAG_NO_FAT_CHAIN;
+	ei->dir_flags = dir_flags;
 	inode->i_size = le64_to_cpu(st->size);
 	ei->valid_size = le64_to_cpu(st->valid_size);
 	ei->disk_valid = ei->valid_size;
@@ -161,13 +162,17 @@ static int exfat_fill_inode(struct inode *inode, struct inode *dir,
 	return 0;
 }
 
-/* Get the inode of the verified entry set es at eidx of directory dir. */
-struct inode *exfat_iget(struct super_block *sb, struct inode *dir,
-			 const struct exfat_entry_set *es)
+/*
+ * Get the inode of the verified entry set es, found in the directory that
+ * starts at cluster dir_clu (contiguous if dir_flags says so).
+ */
+struct inode *exfat_iget_pos(struct super_block *sb, u32 dir_clu, u8 dir_flags,
+			     const struct exfat_entry_set *es)
 {
 	struct exfat_iget_key key = {
-		.dir_clu = EXFAT_I(dir)->start_clu,
+		.dir_clu = dir_clu,
 		.eidx = es->eidx,
+		.dir_flags = dir_flags,
 	};
 	struct inode *inode;
 	int err;
@@ -179,13 +184,20 @@ struct inode *exfat_iget(struct super_block *sb, struct inode *dir,
 	if (!(inode->i_state & I_NEW))
 		return inode;
 
-	err = exfat_fill_inode(inode, dir, es);
+	err = exfat_fill_inode(inode, dir_flags, es);
 	if (err) {
 		iget_failed(inode);
 		return ERR_PTR(err);
 	}
 	unlock_new_inode(inode);
 	return inode;
+}
+
+struct inode *exfat_iget(struct super_block *sb, struct inode *dir,
+			 const struct exfat_entry_set *es)
+{
+	return exfat_iget_pos(sb, EXFAT_I(dir)->start_clu,
+			      EXFAT_I(dir)->flags & EXFAT_FLAG_NO_FAT_CHAIN, es);
 }
 
 /* The inode of entry eidx of dir if it is in memory. */

@@ -801,6 +801,7 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	}
 
 	sb->s_d_op = &exfat_dentry_ops;
+	sb->s_export_op = &exfat_export_ops;
 
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root) {
