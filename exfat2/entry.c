@@ -6,6 +6,8 @@
  * NameLength, SetChecksum) before anything in it is trusted.
  */
 #include <linux/slab.h>
+#include <linux/hash.h>
+#include <linux/log2.h>
 #include "exfat.h"
 
 void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir)
@@ -50,6 +52,13 @@ int exfat_dir_iter_release(struct exfat_dir_iter *it)
 {
 	exfat_dir_iter_put_bh(it);
 	return it->err;
+}
+
+static struct rw_semaphore *exfat_set_lock(const struct exfat_dir_iter *it)
+{
+	u32 clu = it->dir ? EXFAT_I(it->dir)->start_clu : it->start_clu;
+
+	return &EXFAT_SB(it->sb)->set_locks[hash_32(clu, ilog2(EXFAT_SET_LOCKS))];
 }
 
 /* How messages name the directory: its inode number, or first cluster. */
@@ -177,8 +186,10 @@ int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es)
 
 	es->de[0].file.set_checksum = cpu_to_le16(exfat_set_checksum(es->de,
 								     es->nr));
+	down_write(exfat_set_lock(it));
 	for (i = 0; i < es->nr && !err; i++)
 		err = exfat_dir_iter_put(it, es->eidx + i, &es->de[i]);
+	up_write(exfat_set_lock(it));
 	if (!err && it->sync)
 		err = exfat_dir_iter_put_bh(it);
 	return err ?: it->err;
@@ -233,14 +244,17 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 		return -ENOMEM;
 	es->eidx = eidx;
 	es->nr = nr;
+	down_read(exfat_set_lock(it));
 	for (i = 0; i < nr; i++) {
 		de = exfat_dir_iter_get(it, eidx + i);
 		if (IS_ERR(de)) {
+			up_read(exfat_set_lock(it));
 			kfree(es);
 			return PTR_ERR(de);
 		}
 		es->de[i] = *de;
 	}
+	up_read(exfat_set_lock(it));
 
 	why = exfat_verify_file_set(es->de, nr);
 	if (why) {
@@ -327,19 +341,21 @@ int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr)
 	const union exfat_dentry *de;
 	union exfat_dentry tmp;
 	unsigned int i;
-	int err;
+	int err = 0;
 
-	for (i = 0; i < nr; i++) {
+	down_write(exfat_set_lock(it));
+	for (i = 0; i < nr && !err; i++) {
 		de = exfat_dir_iter_get(it, eidx + i);
-		if (IS_ERR(de))
-			return PTR_ERR(de);
+		if (IS_ERR(de)) {
+			err = PTR_ERR(de);
+			break;
+		}
 		tmp = *de;
 		tmp.generic.type &= ~EXFAT_TYPE_IN_USE;
 		err = exfat_dir_iter_put(it, eidx + i, &tmp);
-		if (err)
-			return err;
 	}
-	return 0;
+	up_write(exfat_set_lock(it));
+	return err;
 }
 
 /*

@@ -79,6 +79,8 @@ enum {
 	EXFAT_STATE_DIRTY_SET,		/* we set VolumeDirty on disk */
 };
 
+#define EXFAT_SET_LOCKS		64
+
 /* One contiguous run of clusters of a file: file cluster fclu maps to clu. */
 struct exfat_extent {
 	u32	fclu;
@@ -137,6 +139,14 @@ struct exfat_sb_info {
 	u16		label[EXFAT_LABEL_MAX_LEN];
 	unsigned int	label_len;
 
+	/*
+	 * Entry sets are read and verified as a whole while another task may
+	 * be rewriting them: each directory's sets are guarded by one of
+	 * these, chosen by the directory's first cluster (readers shared,
+	 * writers exclusive, held only while entries are copied).
+	 */
+	struct rw_semaphore set_locks[EXFAT_SET_LOCKS];
+
 	struct nls_table *nls;		/* NULL for utf8 */
 	struct workqueue_struct *ioend_wq;
 	struct exfat_mount_options opts;
@@ -153,6 +163,13 @@ struct exfat_sb_info {
 #define EXFAT_ROOT_EIDX		U32_MAX
 
 struct exfat_inode_info {
+	/*
+	 * pos_lock keeps the entry set where dir_clu, dir_flags and eidx say
+	 * while write_inode rewrites it; rename and unlink take it to move or
+	 * remove the set (then deleted is set).
+	 */
+	struct mutex	pos_lock;
+	bool		deleted;
 	u32		start_clu;	/* 0 if no cluster allocated */
 	u8		flags;		/* EXFAT_FLAG_NO_FAT_CHAIN */
 	u16		attr;		/* EXFAT_ATTR_* */

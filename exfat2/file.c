@@ -204,11 +204,19 @@ static int exfat_write_iomap_begin(struct inode *inode, loff_t pos,
 	iomap->addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) + off;
 	length = min_t(u64, length, ((u64)run << sbi->clu_shift) - off);
 
+	/*
+	 * Past ValidDataLength the disk holds nothing worth reading: writes
+	 * see unwritten blocks, and zeroing (which skips unwritten blocks but
+	 * must really write here, since ValidDataLength is about to cover
+	 * them) sees new ones, zeroed in the page cache instead of read.
+	 */
 	vend = (ei->valid_size + bmask) & ~bmask;
-	if (flags & IOMAP_ZERO || pos < vend) {
+	if (pos < vend) {
 		iomap->type = IOMAP_MAPPED;
-		if (!(flags & IOMAP_ZERO))
-			length = min(length, vend - pos);
+		length = min(length, vend - pos);
+	} else if (flags & IOMAP_ZERO) {
+		iomap->type = IOMAP_MAPPED;
+		iomap->flags |= IOMAP_F_NEW;
 	} else {
 		iomap->type = IOMAP_UNWRITTEN;
 	}
@@ -521,6 +529,10 @@ int exfat_truncate(struct inode *inode, loff_t size)
 	if (size > i_size_read(inode))
 		return exfat_expand(inode, size);
 
+	/* the disk past the new end of its block must read as zeros */
+	err = iomap_truncate_page(inode, size, NULL, &exfat_write_iomap_ops);
+	if (err)
+		return err;
 	filemap_invalidate_lock(inode->i_mapping);
 	truncate_setsize(inode, size);
 	down_write(&ei->map_lock);
@@ -589,15 +601,28 @@ static vm_fault_t exfat_page_mkwrite(struct vm_fault *vmf)
 	struct inode *inode = file_inode(vmf->vma->vm_file);
 	struct folio *folio = page_folio(vmf->page);
 	vm_fault_t ret;
+	loff_t vdl;
 
 	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
 		return VM_FAULT_SIGBUS;
 	sb_start_pagefault(inode->i_sb);
 	file_update_time(vmf->vma->vm_file);
 	filemap_invalidate_lock_shared(inode->i_mapping);
+	/*
+	 * ValidDataLength moves up to the end of this folio below: first
+	 * the range between it and the folio must become zeros on disk.
+	 */
+	vdl = READ_ONCE(EXFAT_I(inode)->valid_size);
+	if (folio_pos(folio) > vdl &&
+	    iomap_zero_range(inode, vdl, folio_pos(folio) - vdl, NULL,
+			     &exfat_write_iomap_ops)) {
+		ret = VM_FAULT_SIGBUS;
+		goto out;
+	}
 	ret = iomap_page_mkwrite(vmf, &exfat_write_iomap_ops);
 	if (!(ret & VM_FAULT_ERROR))
 		exfat_extend_valid(inode, folio_pos(folio) + folio_size(folio));
+out:
 	filemap_invalidate_unlock_shared(inode->i_mapping);
 	sb_end_pagefault(inode->i_sb);
 	return ret;

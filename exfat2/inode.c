@@ -255,7 +255,7 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	u64 size, valid;
 	int err, err2;
 
-	if (ei->eidx == EXFAT_ROOT_EIDX || !inode->i_nlink || sb_rdonly(sb))
+	if (ei->eidx == EXFAT_ROOT_EIDX || sb_rdonly(sb))
 		return 0;
 	if (exfat_forced_shutdown(sb))
 		return -EIO;
@@ -265,6 +265,11 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	if (err)
 		return err;
 
+	mutex_lock(&ei->pos_lock);
+	if (ei->deleted || !inode->i_nlink) {
+		mutex_unlock(&ei->pos_lock);
+		return 0;
+	}
 	exfat_dir_iter_init_pos(&it, sb, ei->dir_clu, ei->dir_flags);
 	it.sync = sync;
 	down_read(&ei->map_lock);
@@ -314,6 +319,7 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 out:
 	up_read(&ei->map_lock);
 	err2 = exfat_dir_iter_release(&it);
+	mutex_unlock(&ei->pos_lock);
 	return err ?: err2;
 }
 
@@ -443,6 +449,7 @@ void exfat_set_position(struct inode *inode, struct inode *dir, u32 eidx)
 {
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
+	lockdep_assert_held(&ei->pos_lock);
 	ei->dir_clu = EXFAT_I(dir)->start_clu;
 	ei->dir_flags = EXFAT_I(dir)->flags & EXFAT_FLAG_NO_FAT_CHAIN;
 	ei->eidx = eidx;

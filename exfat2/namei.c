@@ -450,6 +450,7 @@ static int exfat_remove_set(struct inode *dir, struct inode *inode)
 	struct exfat_dir_iter it;
 	int err;
 
+	mutex_lock(&ei->pos_lock);
 	exfat_dir_iter_init(&it, dir);
 	it.sync = IS_DIRSYNC(dir);
 	err = exfat_get_entry_set(&it, ei->eidx, &es);
@@ -458,11 +459,13 @@ static int exfat_remove_set(struct inode *dir, struct inode *inode)
 		kfree(es);
 	}
 	err = exfat_dir_iter_release(&it) ?: err;
-	if (err)
-		return err;
-	/* the slots may now be reused by another file */
-	remove_inode_hash(inode);
-	return 0;
+	if (!err) {
+		/* write_inode has nothing to write; the slots may be reused */
+		ei->deleted = true;
+		remove_inode_hash(inode);
+	}
+	mutex_unlock(&ei->pos_lock);
+	return err;
 }
 
 static int exfat_unlink(struct inode *dir, struct dentry *dentry)
@@ -500,28 +503,47 @@ static int exfat_rmdir(struct inode *dir, struct dentry *dentry)
 	return 0;
 }
 
-/* Write new_es over old_es in dir, or in new slots when it is larger. */
-static int exfat_replace_set(struct inode *dir, struct exfat_entry_set *new_es,
-			     const struct exfat_entry_set *old_es)
+/*
+ * Where new_es goes in dir: over old_es when it fits (old_es in dir),
+ * else in free slots, found before any inode's pos_lock is taken since
+ * growing dir writes dir's own entry set.
+ */
+static int exfat_place_set(struct inode *dir, struct exfat_entry_set *new_es,
+			   const struct exfat_entry_set *old_es)
 {
-	struct exfat_dir_iter it;
-	bool in_place = new_es->nr <= old_es->nr;
-	int err = 0;
-
-	if (in_place)
+	if (old_es && new_es->nr <= old_es->nr) {
 		new_es->eidx = old_es->eidx;
-	else
-		err = exfat_find_slots(dir, new_es->nr, &new_es->eidx);
-	if (err)
-		return err;
+		return 0;
+	}
+	return exfat_find_slots(dir, new_es->nr, &new_es->eidx);
+}
+
+/*
+ * Write new_es at its place in dir, and remove old_es from old_dir unless
+ * new_es took its slots (then only its unused tail goes).  The caller
+ * holds the moving inode's pos_lock.
+ */
+static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
+			  struct inode *old_dir,
+			  const struct exfat_entry_set *old_es)
+{
+	bool in_place = dir == old_dir && new_es->eidx == old_es->eidx;
+	struct exfat_dir_iter it;
+	int err;
+
 	exfat_dir_iter_init(&it, dir);
 	it.sync = IS_DIRSYNC(dir);
 	err = exfat_put_entry_set(&it, new_es);
 	if (!err && in_place && new_es->nr < old_es->nr)
 		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,
 					   old_es->nr - new_es->nr);
-	else if (!err && !in_place)
-		err = exfat_delete_entries(&it, old_es->eidx, old_es->nr);
+	err = exfat_dir_iter_release(&it) ?: err;
+	if (err || in_place)
+		return err;
+
+	exfat_dir_iter_init(&it, old_dir);
+	it.sync = IS_DIRSYNC(old_dir);
+	err = exfat_delete_entries(&it, old_es->eidx, old_es->nr);
 	return exfat_dir_iter_release(&it) ?: err;
 }
 
@@ -536,6 +558,7 @@ static struct exfat_entry_set *exfat_renamed_set(struct inode *dir,
 	u16 *uni;
 	int len, err;
 
+	*old = NULL;
 	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
 	if (!uni)
 		return ERR_PTR(-ENOMEM);
@@ -549,18 +572,31 @@ static struct exfat_entry_set *exfat_renamed_set(struct inode *dir,
 		kfree(*old);
 		*old = NULL;
 	}
+	if (!IS_ERR(es) && !S_ISDIR(inode->i_mode))
+		/* as Windows: a renamed file needs archiving */
+		es->de[0].file.attr |= cpu_to_le16(EXFAT_ATTR_ARCHIVE);
 	return es;
 }
 
+static void exfat_renamed(struct inode *inode, struct inode *dir, u32 eidx)
+{
+	remove_inode_hash(inode);
+	exfat_set_position(inode, dir, eidx);
+	if (!S_ISDIR(inode->i_mode))
+		EXFAT_I(inode)->attr |= EXFAT_ATTR_ARCHIVE;
+	inode_set_ctime_current(inode);
+	mark_inode_dirty(inode);
+}
+
 /*
- * RENAME_EXCHANGE: each name keeps its slots and takes the other file's
- * entries.  Both inodes then live where the other one was.
+ * RENAME_EXCHANGE: each name keeps its slots when it can and takes the
+ * other file's entries.  Both inodes then live where the other one was.
  */
 static int exfat_exchange(struct inode *adir, struct dentry *adentry,
 			  struct inode *bdir, struct dentry *bdentry)
 {
 	struct inode *a = d_inode(adentry), *b = d_inode(bdentry);
-	struct exfat_entry_set *aold = NULL, *bold = NULL, *anew, *bnew;
+	struct exfat_entry_set *aold = NULL, *bold = NULL, *anew, *bnew = NULL;
 	int err;
 
 	/* the set for name a describes b, and the other way round */
@@ -573,16 +609,27 @@ static int exfat_exchange(struct inode *adir, struct dentry *adentry,
 		bnew = NULL;
 		goto out;
 	}
-	err = exfat_replace_set(adir, anew, aold);
+	err = exfat_place_set(adir, anew, aold);
 	if (!err)
-		err = exfat_replace_set(bdir, bnew, bold);
+		err = exfat_place_set(bdir, bnew, bold);
 	if (err)
 		goto out;
 
-	remove_inode_hash(a);
-	remove_inode_hash(b);
-	exfat_set_position(b, adir, anew->eidx);
-	exfat_set_position(a, bdir, bnew->eidx);
+	mutex_lock(&EXFAT_I(a)->pos_lock);
+	mutex_lock_nested(&EXFAT_I(b)->pos_lock, SINGLE_DEPTH_NESTING);
+	/* each old set is overwritten in place or removed with the move */
+	err = exfat_move_set(adir, anew, adir, aold);
+	if (!err)
+		err = exfat_move_set(bdir, bnew, bdir, bold);
+	if (!err) {
+		exfat_renamed(b, adir, anew->eidx);
+		exfat_renamed(a, bdir, bnew->eidx);
+	}
+	mutex_unlock(&EXFAT_I(b)->pos_lock);
+	mutex_unlock(&EXFAT_I(a)->pos_lock);
+	if (err)
+		goto out;
+
 	if (adir != bdir && S_ISDIR(a->i_mode) != S_ISDIR(b->i_mode)) {
 		if (S_ISDIR(a->i_mode)) {
 			drop_nlink(adir);
@@ -592,10 +639,6 @@ static int exfat_exchange(struct inode *adir, struct dentry *adentry,
 			drop_nlink(bdir);
 		}
 	}
-	inode_set_ctime_current(a);
-	inode_set_ctime_current(b);
-	mark_inode_dirty(a);
-	mark_inode_dirty(b);
 	exfat_dir_changed(adir);
 	if (bdir != adir)
 		exfat_dir_changed(bdir);
@@ -608,8 +651,9 @@ out:
 }
 
 /*
- * Rename writes the new set first and removes the replaced and the old
- * ones after, so that at every step the file has at least one name.
+ * Rename: a replaced file's set goes first (it is being replaced anyway,
+ * and two sets of one name must never coexist), then the new set is
+ * written, then the old one removed: the file always has a name.
  */
 static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			struct dentry *old_dentry, struct inode *new_dir,
@@ -619,12 +663,8 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	struct inode *inode = d_inode(old_dentry);
 	struct inode *target = d_inode(new_dentry);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
-	struct exfat_entry_set *old_es = NULL, *new_es = NULL;
-	struct exfat_dir_iter it;
-	bool is_dir = S_ISDIR(inode->i_mode);
-	bool in_place;
-	u16 *uni;
-	int len, err;
+	struct exfat_entry_set *old_es = NULL, *new_es;
+	int err;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
@@ -638,45 +678,9 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			return err;
 	}
 
-	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
-	if (!uni)
-		return -ENOMEM;
-	len = exfat_new_name(sb, &new_dentry->d_name, uni);
-	if (len < 0) {
-		err = len;
-		goto out;
-	}
-
-	exfat_dir_iter_init(&it, old_dir);
-	err = exfat_get_entry_set(&it, ei->eidx, &old_es);
-	exfat_dir_iter_release(&it);
-	if (err)
-		goto out;
-	new_es = exfat_build_set(sb, uni, len, old_es, 0);
-	if (IS_ERR(new_es)) {
-		err = PTR_ERR(new_es);
-		new_es = NULL;
-		goto out;
-	}
-
-	/* same directory, and the new set fits where the old one is */
-	in_place = old_dir == new_dir && new_es->nr <= old_es->nr;
-	if (in_place)
-		new_es->eidx = old_es->eidx;
-	else
-		err = exfat_find_slots(new_dir, new_es->nr, &new_es->eidx);
-	if (err)
-		goto out;
-
-	exfat_dir_iter_init(&it, new_dir);
-	it.sync = IS_DIRSYNC(new_dir);
-	err = exfat_put_entry_set(&it, new_es);
-	if (!err && in_place && new_es->nr < old_es->nr)
-		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,
-					   old_es->nr - new_es->nr);
-	err = exfat_dir_iter_release(&it) ?: err;
-	if (err)
-		goto out;
+	new_es = exfat_renamed_set(old_dir, inode, new_dentry, &old_es);
+	if (IS_ERR(new_es))
+		return PTR_ERR(new_es);
 
 	if (target) {
 		err = exfat_remove_set(new_dir, target);
@@ -687,31 +691,28 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 		clear_nlink(target);
 		inode_set_ctime_current(target);
 	}
-	if (!in_place) {
-		exfat_dir_iter_init(&it, old_dir);
-		it.sync = IS_DIRSYNC(old_dir);
-		err = exfat_delete_entries(&it, old_es->eidx, old_es->nr);
-		err = exfat_dir_iter_release(&it) ?: err;
-		if (err)
-			goto out;
-	}
 
-	/* the inode now lives at its new position */
-	remove_inode_hash(inode);
-	exfat_set_position(inode, new_dir, new_es->eidx);
-	if (is_dir && old_dir != new_dir) {
+	err = exfat_place_set(new_dir, new_es, old_dir == new_dir ? old_es : NULL);
+	if (err)
+		goto out;
+	mutex_lock(&ei->pos_lock);
+	err = exfat_move_set(new_dir, new_es, old_dir, old_es);
+	if (!err)
+		exfat_renamed(inode, new_dir, new_es->eidx);
+	mutex_unlock(&ei->pos_lock);
+	if (err)
+		goto out;
+
+	if (S_ISDIR(inode->i_mode) && old_dir != new_dir) {
 		drop_nlink(old_dir);
 		inc_nlink(new_dir);
 	}
-	inode_set_ctime_current(inode);
-	mark_inode_dirty(inode);
 	exfat_dir_changed(old_dir);
 	if (new_dir != old_dir)
 		exfat_dir_changed(new_dir);
 out:
 	kfree(new_es);
 	kfree(old_es);
-	kfree(uni);
 	return err;
 }
 

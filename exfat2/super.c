@@ -20,11 +20,11 @@
 #define EXFAT_DEFAULT_IOCHARSET	"utf8"
 
 /*
- * exFAT stamps cover 1980-01-01 to 2107-12-31 local time; with a UTC offset
- * of up to +-16 hours either end can move by that much.
+ * The range of stamps exFAT can hold as written here (in UTC, §7.4.8):
+ * 1980-01-01 00:00:00 to 2107-12-31 23:59:59.
  */
-#define EXFAT_MIN_TIME		(315532800LL - 16 * 3600)
-#define EXFAT_MAX_TIME		(4354819199LL + 16 * 3600)
+#define EXFAT_MIN_TIME		315532800LL
+#define EXFAT_MAX_TIME		4354819199LL
 
 void __exfat_msg(struct super_block *sb, const char *fmt, ...)
 {
@@ -97,6 +97,7 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->valid_size = 0;
 	ei->alloc_clus = 0;
 	ei->alloc_seq = 0;
+	ei->deleted = false;
 	ei->disk_valid = 0;
 	ei->tail_clean = true;
 	ei->ext = NULL;
@@ -200,6 +201,7 @@ static void exfat_inode_init_once(void *obj)
 	struct exfat_inode_info *ei = obj;
 
 	init_rwsem(&ei->map_lock);
+	mutex_init(&ei->pos_lock);
 	spin_lock_init(&ei->ioend_lock);
 	INIT_LIST_HEAD(&ei->ioend_list);
 	INIT_WORK(&ei->ioend_work, exfat_ioend_work);
@@ -892,6 +894,7 @@ static const struct fs_context_operations exfat_context_ops = {
 static int exfat_init_fs_context(struct fs_context *fc)
 {
 	struct exfat_sb_info *sbi;
+	int i;
 
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
@@ -905,6 +908,8 @@ static int exfat_init_fs_context(struct fs_context *fc)
 	mutex_init(&sbi->label_lock);
 	mutex_init(&sbi->vol_lock);
 	mutex_init(&sbi->alloc_sync_lock);
+	for (i = 0; i < EXFAT_SET_LOCKS; i++)
+		init_rwsem(&sbi->set_locks[i]);
 	INIT_LIST_HEAD(&sbi->pending_frees);
 	ratelimit_state_init(&sbi->msg_ratelimit, DEFAULT_RATELIMIT_INTERVAL,
 			     DEFAULT_RATELIMIT_BURST);
