@@ -85,7 +85,13 @@ $(CHECKPATCH):
 	@tar -xJf $(KSRC_TAR) -C $(CACHE)/checkpatch --strip-components=1 --wildcards \
 		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' '*/scripts/const_structs.checkpatch'
 
-_test:
+# Test tools built on the host (the guest sees the checkout read-only).
+TOOLS := tests/tools/fsx-lite
+
+tests/tools/fsx-lite: tests/tools/fsx-lite.c
+	gcc -O2 -Wall -Wextra -o $@ $<
+
+_test: $(TOOLS)
 	@tests/run-tests.sh $(TEST_ARGS)
 
 kdir:

@@ -101,8 +101,13 @@ static int exfat_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	if (flags & LOOKUP_RCU)
 		return -ECHILD;
+	/*
+	 * A rename target is looked up again, so that a name differing from
+	 * the file's only in case reaches exfat_lookup(), which lets the
+	 * rename change the case (see there).
+	 */
 	if (d_really_is_positive(dentry))
-		return 1;
+		return !(flags & LOOKUP_RENAME_TARGET);
 	if (!flags || flags & (LOOKUP_CREATE | LOOKUP_RENAME_TARGET))
 		return 0;
 	return inode_eq_iversion(d_inode(dentry->d_parent),
@@ -242,12 +247,29 @@ static bool exfat_dir_loops(struct dentry *parent, struct inode *inode)
 	return loops;
 }
 
+/* Does the set's name differ from uni in any unit (case included)? */
+static bool exfat_name_differs(const struct exfat_entry_set *es,
+			       const u16 *uni, unsigned int len)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++) {
+		const struct exfat_dentry_name *ne =
+			&es->de[2 + i / EXFAT_NAME_PER_ENTRY].name;
+
+		if (le16_to_cpu(ne->name[i % EXFAT_NAME_PER_ENTRY]) != uni[i])
+			return true;
+	}
+	return false;
+}
+
 static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 				   unsigned int flags)
 {
 	struct super_block *sb = dir->i_sb;
 	struct exfat_entry_set *es;
 	struct inode *inode = NULL;
+	bool stale = false;
 	u16 *uni, hash;
 	int len;
 
@@ -269,6 +291,17 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 		kfree(uni);
 		return ERR_CAST(es);
 	}
+	if (es && flags & LOOKUP_RENAME_TARGET &&
+	    exfat_name_differs(es, uni, len)) {
+		stale = true;
+		/*
+		 * "abc" renamed to "ABC": a negative target lets the VFS call
+		 * ->rename, which rewrites the name in place (or, if "abc" is
+		 * another file, replaces it there).
+		 */
+		kfree(es);
+		es = NULL;
+	}
 	if (es) {
 		inode = exfat_iget(sb, dir, es);
 		kfree(es);
@@ -283,8 +316,10 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 	}
 out:
 	kfree(uni);
+	/* a stale negative dentry is looked up again at its next use */
 	if (!inode)
-		dentry->d_fsdata = (void *)(unsigned long)inode_query_iversion(dir);
+		dentry->d_fsdata = stale ? (void *)ULONG_MAX :
+			(void *)(unsigned long)inode_query_iversion(dir);
 	return d_splice_alias(inode, dentry);
 }
 
@@ -651,6 +686,37 @@ out:
 }
 
 /*
+ * The file other than inode whose name in dir equals dentry's name but for
+ * case, or NULL.
+ */
+static struct inode *exfat_case_variant(struct inode *dir,
+					struct dentry *dentry,
+					struct inode *inode)
+{
+	struct exfat_entry_set *es;
+	struct inode *other;
+	u16 *uni, hash;
+	int len;
+
+	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
+	if (!uni)
+		return ERR_PTR(-ENOMEM);
+	len = exfat_dname_to_uni(dir->i_sb, &dentry->d_name, uni, &hash);
+	es = len > 0 ? exfat_find(dir, uni, len, hash) : NULL;
+	kfree(uni);
+	if (IS_ERR_OR_NULL(es))
+		return ERR_CAST(es);
+	if (EXFAT_I(inode)->dir_clu == EXFAT_I(dir)->start_clu &&
+	    EXFAT_I(inode)->eidx == es->eidx) {
+		kfree(es);
+		return NULL;
+	}
+	other = exfat_iget(dir->i_sb, dir, es);
+	kfree(es);
+	return other;
+}
+
+/*
  * Rename: a replaced file's set goes first (it is being replaced anyway,
  * and two sets of one name must never coexist), then the new set is
  * written, then the old one removed: the file always has a name.
@@ -664,6 +730,7 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	struct inode *target = d_inode(new_dentry);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	struct exfat_entry_set *old_es = NULL, *new_es;
+	struct inode *put_target = NULL;
 	int err;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
@@ -681,8 +748,31 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	new_es = exfat_renamed_set(old_dir, inode, new_dentry, &old_es);
 	if (IS_ERR(new_es))
 		return PTR_ERR(new_es);
+	if (!target) {
+		/* the name may be held under another case: see exfat_lookup */
+		target = exfat_case_variant(new_dir, new_dentry, inode);
+		if (IS_ERR(target)) {
+			err = PTR_ERR(target);
+			target = NULL;
+			goto out;
+		}
+		if (target && S_ISDIR(target->i_mode) != S_ISDIR(inode->i_mode)) {
+			err = S_ISDIR(target->i_mode) ? -EISDIR : -ENOTDIR;
+			goto out;
+		}
+		if (target && S_ISDIR(target->i_mode)) {
+			err = exfat_dir_empty(target);
+			if (err)
+				goto out;
+		}
+		put_target = target;
+	}
 
 	if (target) {
+		if (put_target && flags & RENAME_NOREPLACE) {
+			err = -EEXIST;
+			goto out;
+		}
 		err = exfat_remove_set(new_dir, target);
 		if (err)
 			goto out;
@@ -690,6 +780,8 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			drop_nlink(new_dir);
 		clear_nlink(target);
 		inode_set_ctime_current(target);
+		if (put_target)
+			d_prune_aliases(target);
 	}
 
 	err = exfat_place_set(new_dir, new_es, old_dir == new_dir ? old_es : NULL);
@@ -711,6 +803,7 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	if (new_dir != old_dir)
 		exfat_dir_changed(new_dir);
 out:
+	iput(put_target);
 	kfree(new_es);
 	kfree(old_es);
 	return err;

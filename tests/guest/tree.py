@@ -9,7 +9,6 @@ import fcntl
 import hashlib
 import os
 import struct
-import subprocess
 
 from lib import TestFailure
 
@@ -40,19 +39,15 @@ def attr_of(path):
         os.close(fd)
 
 
-def _btimes(root):
-    """{relpath: birth time string} from GNU find (statx underneath)."""
-    p = subprocess.run(["find", root, "-mindepth", "1", "-printf", "%P\\0%B@\\0"],
-                       capture_output=True)
-    if p.returncode:
-        raise TestFailure(f"find failed: {p.stderr.decode(errors='replace')}")
-    f = p.stdout.split(b"\0")
-    return {f[i].decode(): f[i + 1].decode() for i in range(0, len(f) - 1, 2)}
+def _btime(path):
+    """Birth time in ns through statx (GNU find's %B is not usable on
+    Debian 12: it prints -1)."""
+    from wtree import statx
+    return statx(path)["btime"]
 
 
 def manifest(root, content=True, times=True, attrs=True):
     out = {}
-    btimes = _btimes(root) if times else {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             full = os.path.join(dirpath, name)
@@ -62,7 +57,7 @@ def manifest(root, content=True, times=True, attrs=True):
                  "nlink": st.st_nlink}
             if times:
                 e.update(mtime=st.st_mtime_ns, atime=st.st_atime_ns,
-                         btime=btimes.get(rel))
+                         btime=_btime(full))
             if attrs:
                 e["attr"] = attr_of(full)
             if content and not os.path.isdir(full):

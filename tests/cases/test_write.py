@@ -1,0 +1,989 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Write path: data and namespace operations by the driver under test,
+checked by fsck.exfat, by the in-tree driver and by exfat-fuse.
+
+The driver under test is wtree.WRITE_DRIVER: "ours" (exfat2) unless
+tests/cases/write_driver.txt says "intree" (which validates these tests
+against the in-tree driver).  Where the in-tree driver does not do what the
+write path must do, EXPECT below records both behaviours.
+
+Every test writes, so lib checks each volume with fsck.exfat -n (and the
+VolumeDirty flag) when its Image is released.
+"""
+
+import contextlib
+import errno
+import mmap
+import os
+import random
+import subprocess
+import time
+import zlib
+
+from lib import (Image, TestFailure, assert_eq, assert_true, expect_errno,
+                 fail, fsck_clean, log, mount, test)
+from tree import pattern, write_file
+from wtree import (ALL_FIELDS, ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN,
+                   ATTR_READONLY, ATTR_SYSTEM, FUSE_FIELDS, RENAME_EXCHANGE,
+                   RENAME_NOREPLACE, RENAME_WHITEOUT, WRITE_DRIVER,
+                   bitmap_free, compare, dump_free, fsx_binary, fuse_mount,
+                   fuse_view, get_attr, manifest, modify_tree, mount_rw,
+                   renameat2, set_attr, write_tree)
+
+X = WRITE_DRIVER
+
+# Behaviour the write path must have where the in-tree driver (6.12)
+# differs; the in-tree column is what it was measured to do.
+_EXPECT = {
+    # rename("a", "A"): in-tree returns 0 and changes nothing (the VFS
+    # finds the same dentry through the case-insensitive d_compare).
+    "case_only_rename": {"intree": "no-op", "ours": "renamed"},
+    # renameat2(RENAME_EXCHANGE): in-tree rejects every flag but
+    # RENAME_NOREPLACE with EINVAL.
+    "rename_exchange": {"intree": errno.EINVAL, "ours": 0},
+    # chmod u+w of a file whose read-only attribute was read from disk:
+    # in-tree shows mode 0755 until the next mount but never clears the
+    # attribute on disk (exfat_make_attr() only ever adds ATTR_READONLY to
+    # the attributes it loaded).
+    "chmod_clears_disk_readonly": {"intree": False, "ours": True},
+    # After concurrent mkdir/rmdir/rename of directories (namespace_stress
+    # with 2 or 4 processes, not with 1) the in-tree driver's in-memory
+    # link count of a parent directory can be one too high; the volume is
+    # right (a remount shows 2 + subdirectories).
+    "dir_nlink_exact_under_concurrency": {"intree": False, "ours": True},
+    # fallocate(mode 0): in-tree (6.12) has no fallocate at all (every mode
+    # is EOPNOTSUPP); the write path must support mode 0.  Other modes may
+    # be EOPNOTSUPP for both: fsx-lite skips what it finds unsupported.
+    "fallocate_mode0": {"intree": False, "ours": True},
+}
+EXPECT = {k: v[X] for k, v in _EXPECT.items()}
+
+# Comparing two manifests both taken on read-write mounts: atime is left
+# out, because reading a file (as manifest() does) moves atime whenever its
+# 2 s-truncated value is older than mtime (relatime).
+NO_ATIME = tuple(f for f in ALL_FIELDS if f != "atime")
+
+# fsx-lite: operations per file, and its files' size limits.
+FSX_OPS = 3000
+FSX_ARGS = ["-l", "2M", "-o", "128K", "-c", "500", "-d", "97"]
+
+
+@contextlib.contextmanager
+def volume(size_mb=16, cluster=None, sector=512):
+    """A fresh volume mounted read-write by the driver under test."""
+    with Image(size_mb=size_mb, cluster=cluster, sector=sector) as img:
+        with mount_rw(img.dev) as mnt:
+            yield img, mnt
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def listing(d):
+    return sorted(os.listdir(d))
+
+
+# --- fsx-lite ---------------------------------------------------------------
+
+def run_fsx(cluster, sector, seeds, size_mb=64, remount_run=False):
+    """fsx-lite on len(seeds) files at once, then each file compared with
+    the model fsx-lite saved: after a remount with the driver under test
+    and under the in-tree driver.  remount_run: one more file, alone, with
+    a remount every 1000 operations."""
+    fsx = fsx_binary()
+    models = []
+    with Image(size_mb=size_mb, cluster=cluster, sector=sector) as img:
+        with mount_rw(img.dev) as mnt:
+            procs = []
+            for i, seed in enumerate(seeds):
+                model = f"/tmp/fsx-model-{os.getpid()}-{i}"
+                models.append((f"fsx-{i}", model))
+                args = [fsx, "-S", str(seed), "-N", str(FSX_OPS)] + \
+                    FSX_ARGS + ["-s", model, f"{mnt}/fsx-{i}"]
+                log(" ".join(args))
+                procs.append(subprocess.Popen(
+                    args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    encoding="utf-8", errors="replace"))
+            failed = []
+            for p in procs:
+                out = p.communicate()[0]
+                print(out, flush=True)
+                if p.returncode:
+                    failed.append(f"exit {p.returncode}: "
+                                  + "\n".join(out.splitlines()[:40]))
+                unsupported = [line for line in out.splitlines()
+                               if line.startswith("unsupported:")]
+                if unsupported:
+                    log(f"fsx-lite {unsupported[0]}")
+                    if EXPECT["fallocate_mode0"] and \
+                            " falloc(" in unsupported[0]:
+                        failed.append("fallocate mode 0 is not supported")
+            if failed:
+                fail("fsx-lite failed:\n" + "\n".join(failed))
+        if remount_run:
+            seed = seeds[0] + 1000
+            model = f"/tmp/fsx-model-{os.getpid()}-r"
+            models.append(("fsx-r", model))
+            with mount_rw(img.dev) as mnt:
+                cmd = (f"umount {mnt} && mount -t exfat {img.dev} {mnt}")
+                args = [fsx, "-S", str(seed), "-N", str(FSX_OPS)] + \
+                    FSX_ARGS + ["-m", "1000", "-M", cmd, "-s", model,
+                                f"{mnt}/fsx-r"]
+                log(" ".join(args))
+                p = subprocess.run(args, capture_output=True,
+                                   encoding="utf-8", errors="replace")
+                print(p.stdout + p.stderr, flush=True)
+                if p.returncode:
+                    fail(f"fsx-lite with remounts failed (exit "
+                         f"{p.returncode}):\n"
+                         + "\n".join(p.stdout.splitlines()[:40]))
+        for drv in (X, "intree"):
+            with mount(img.dev, driver=drv, opts="ro") as mnt:
+                for name, model in models:
+                    if read(f"{mnt}/{name}") != read(model):
+                        fail(f"{name} after remount ({drv}) differs from "
+                             f"fsx-lite's model")
+            if drv == X:
+                fsck_clean(img.dev)
+    for _, model in models:
+        os.unlink(model)
+
+
+@test(timeout=900)
+def fsx_512_clusters():
+    """fsx-lite, two files at once, 512 B clusters; files checked after a
+    remount by both drivers."""
+    run_fsx("512", 512, [5121, 5122])
+
+
+@test(timeout=900)
+def fsx_4k_clusters():
+    """fsx-lite, two files at once, 4 KiB clusters, then one more file with
+    a remount every 1000 operations."""
+    run_fsx("4K", 512, [4091, 4092], remount_run=True)
+
+
+@test(timeout=900)
+def fsx_1m_clusters_4k_sectors():
+    """fsx-lite, two files at once, 1 MiB clusters on 4 KiB sectors."""
+    run_fsx("1M", 4096, [1021, 1022], size_mb=128)
+
+
+# --- cross-driver -------------------------------------------------------------
+
+def check_by_intree_and_fuse(dev, want, what):
+    """The volume, fsck-clean, reads as manifest `want` under the in-tree
+    driver (all fields) and under exfat-fuse (FUSE_FIELDS; contents past
+    ValidDataLength excepted, see wtree.FUSE_FIELDS)."""
+    fsck_clean(dev)
+    with mount(dev, driver="intree", opts="ro") as mnt:
+        intree = manifest(mnt)
+        data = {rel: read(f"{mnt}/{rel}") for rel, e in intree.items()
+                if "sha256" in e}
+    compare(want, intree, what, "in-tree")
+    with fuse_mount(dev) as mnt:
+        fuse = manifest(mnt, attrs=False)
+        fields = tuple(f for f in FUSE_FIELDS if f != "sha256")
+        compare(fuse_view(intree), fuse_view(fuse), "in-tree", "exfat-fuse",
+                fields)
+        stale = []
+        for rel, e in fuse.items():
+            if "sha256" not in e or e["sha256"] == intree[rel]["sha256"]:
+                continue
+            got, ref = read(f"{mnt}/{rel}"), data[rel]
+            i = next(i for i in range(len(ref)) if got[i] != ref[i])
+            if ref[i:].count(0) != len(ref) - i:
+                fail(f"exfat-fuse reads {rel} differently at {i}, before "
+                     f"what can be past ValidDataLength")
+            stale.append(f"{rel} from {i}")
+    if stale:
+        log("exfat-fuse shows stale data past ValidDataLength in: "
+            + ", ".join(stale))
+    return intree
+
+
+@test(timeout=900)
+def cross_written_and_modified():
+    """A tree written and then modified by the driver under test reads
+    the same (bytes, names, sizes, times, attributes, modes, link counts)
+    with the in-tree driver as it did under the driver before unmount, and
+    the same with exfat-fuse on what exfat-fuse reports faithfully."""
+    cluster = 4096
+    with Image(size_mb=64, cluster=cluster) as img:
+        with mount_rw(img.dev) as mnt:
+            write_tree(mnt, cluster)
+            modify_tree(mnt, cluster)
+            want = manifest(mnt)
+        got = check_by_intree_and_fuse(img.dev, want, X)
+        assert_true(len(got) > 80, f"only {len(got)} entries")
+
+
+@test(timeout=900)
+def cross_intree_tree_modified():
+    """A tree written by the in-tree driver and modified by the driver
+    under test (renames incl. cross-directory and case-only, appends,
+    truncates up and down, deletes, mkdir/rmdir, attributes, chmod,
+    utimes) reads back with the in-tree driver as the driver showed it
+    before unmount; exfat-fuse agrees on what it reports."""
+    cluster = 512
+    with Image(size_mb=64, cluster=cluster) as img:
+        with mount(img.dev, driver="intree") as mnt:
+            write_tree(mnt, cluster)
+        with mount_rw(img.dev) as mnt:
+            modify_tree(mnt, cluster,
+                        chmod_clears_ro=EXPECT["chmod_clears_disk_readonly"])
+            want = manifest(mnt)
+        check_by_intree_and_fuse(img.dev, want, X)
+
+
+# --- namespace stress -----------------------------------------------------------
+
+STRESS_WORKERS = 4
+STRESS_OPS = 2000
+STRESS_TOP = ["d0", "d1", "d2"]
+STRESS_OK = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY}
+
+
+def _stress_content(tag, n):
+    head = f"{tag}:{n}\n".encode()
+    return head + pattern(n, seed=zlib.crc32(tag.encode()))
+
+
+def _check_content(data, path):
+    """A file of the stress test holds 'tag:n\\n' + pattern(n, ...), or a
+    prefix of it while its writer is still at work."""
+    if not data:
+        return
+    head, sep, _ = data.partition(b"\n")
+    if not sep:
+        return      # still being written
+    tag, n = head.decode().rsplit(":", 1)
+    want = _stress_content(tag, int(n))
+    if not want.startswith(data):
+        raise TestFailure(f"{path}: content is not {tag}'s "
+                          f"({len(data)} bytes)")
+
+
+def _stress_worker(mnt, wid, ops, seed):
+    rnd = random.Random(seed)
+    errs = {}
+
+    def case(c):    # names are looked up and collide case-insensitively
+        return c.upper() if rnd.random() < 0.2 else c
+
+    def fpath():
+        d = rnd.choice(STRESS_TOP)
+        if rnd.random() < 0.4:
+            d += f"/{case('s')}{rnd.randrange(4)}"
+        return f"{mnt}/{d}/{case('f')}{rnd.randrange(12)}"
+
+    def dpath():
+        return f"{mnt}/{rnd.choice(STRESS_TOP)}/{case('s')}{rnd.randrange(4)}"
+
+    def create():
+        p = fpath()
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            n = rnd.choice((0, 1, 100, 4000, 9000))
+            os.write(fd, _stress_content(f"w{wid}-{i}", n))
+        finally:
+            os.close(fd)
+
+    def readdir():
+        d = rnd.choice([dpath(), f"{mnt}/{rnd.choice(STRESS_TOP)}"])
+        for name in os.listdir(d):
+            p = f"{d}/{name}"
+            try:
+                if name.lower().startswith("f"):
+                    _check_content(read(p), p)
+                else:
+                    os.lstat(p)
+            except OSError as e:
+                if e.errno not in STRESS_OK:
+                    raise
+
+    actions = [
+        (30, create),
+        (12, lambda: os.unlink(fpath())),
+        (20, lambda: os.rename(fpath(), fpath())),
+        (6, lambda: os.mkdir(dpath())),
+        (6, lambda: os.rmdir(dpath())),
+        (6, lambda: os.rename(dpath(), dpath())),
+        (15, readdir),
+        (5, lambda: os.stat(fpath())),
+    ]
+    weights = [w for w, _ in actions]
+    for i in range(ops):
+        fn = rnd.choices([a for _, a in actions], weights)[0]
+        try:
+            fn()
+        except OSError as e:
+            if e.errno not in STRESS_OK:
+                print(f"worker {wid} op {i}: unexpected {e!r}", flush=True)
+                return 1
+            errs[e.errno] = errs.get(e.errno, 0) + 1
+        except TestFailure as e:
+            print(f"worker {wid} op {i}: {e}", flush=True)
+            return 1
+    print(f"worker {wid}: {ops} ops, expected errors: "
+          + ", ".join(f"{errno.errorcode[k]} {v}"
+                      for k, v in sorted(errs.items())), flush=True)
+    return 0
+
+
+def dir_nlink_errors(root):
+    """Directories whose link count is not 2 + their subdirectories."""
+    bad = []
+    for dirpath, dirnames, _ in os.walk(root):
+        n = os.stat(dirpath).st_nlink
+        if dirpath != root and n != 2 + len(dirnames):
+            bad.append(f"{os.path.relpath(dirpath, root)}: nlink {n}, "
+                       f"{len(dirnames)} subdirectories")
+    return bad
+
+
+def _fork_workers(mnt):
+    pids = []
+    for w in range(STRESS_WORKERS):
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                status = _stress_worker(mnt, w, STRESS_OPS, 7000 + w)
+            finally:
+                os._exit(status)
+        pids.append(pid)
+    bad = []
+    for w, pid in enumerate(pids):
+        _, st = os.waitpid(pid, 0)
+        if st:
+            bad.append(f"worker {w}: wait status {st}")
+    return bad
+
+
+@test(timeout=900)
+def namespace_stress():
+    """Four processes create, rename (within and across directories, names
+    differing in case too), unlink, list, mkdir and rmdir in three shared
+    directories; the only errors are ENOENT, EEXIST and ENOTEMPTY, every
+    file holds what its creator wrote, no name appears twice, the volume is
+    fsck-clean, and the in-tree driver lists the same tree."""
+    with Image(size_mb=32, cluster=512) as img:
+        with mount_rw(img.dev) as mnt:
+            for d in STRESS_TOP:
+                os.mkdir(f"{mnt}/{d}")
+            t0 = time.monotonic()
+            bad = _fork_workers(mnt)
+            log(f"{STRESS_WORKERS} x {STRESS_OPS} ops in "
+                f"{time.monotonic() - t0:.1f}s")
+            if bad:
+                fail("namespace stress: " + "; ".join(bad))
+            for dirpath, dirnames, filenames in os.walk(mnt):
+                names = [n.upper() for n in dirnames + filenames]
+                assert_eq(len(names), len(set(names)),
+                          f"{dirpath}: duplicate names")
+                for name in filenames:
+                    p = f"{dirpath}/{name}"
+                    data = read(p)
+                    _check_content(data, p)
+                    head = data.partition(b"\n")[0].decode()
+                    assert_eq(len(data), len(head) + 1 +
+                              int(head.rsplit(":", 1)[1]), f"{p}: size")
+            want = manifest(mnt)
+            nlink_bad = dir_nlink_errors(mnt)
+        log(f"{len(want)} entries at the end")
+        fields = ALL_FIELDS
+        if nlink_bad:
+            if EXPECT["dir_nlink_exact_under_concurrency"]:
+                fail(f"{X}: wrong directory link counts: {nlink_bad}")
+            log(f"{X}: wrong directory link counts (known): {nlink_bad}")
+            fields = tuple(f for f in ALL_FIELDS if f != "nlink")
+        fsck_clean(img.dev)
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            compare(want, manifest(mnt), X, "in-tree", fields)
+            assert_eq(dir_nlink_errors(mnt), [], "link counts on disk")
+
+
+# --- ENOSPC ---------------------------------------------------------------------
+
+class Filler:
+    """Writes files until ENOSPC; remembers what each must contain."""
+
+    def __init__(self, mnt):
+        self.mnt = mnt
+        self.files = {}     # relpath -> (seed, size)
+        self.seq = 0
+
+    def write(self, rel, size, chunk=1 << 20):
+        """Write up to size bytes; True if all were written."""
+        self.seq += 1
+        seed = self.seq
+        data = pattern(size, seed)
+        try:
+            fd = os.open(f"{self.mnt}/{rel}",
+                         os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            expect_errno(errno.ENOENT, os.stat, f"{self.mnt}/{rel}")
+            return False
+        done = 0
+        try:
+            while done < size:
+                try:
+                    n = os.write(fd, data[done:done + chunk])
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+                    break
+                done += n
+        finally:
+            os.close(fd)
+        self.files[rel] = (seed, done)
+        return done == size
+
+    def check(self, mnt=None):
+        mnt = mnt or self.mnt
+        for rel, (seed, size) in self.files.items():
+            data = read(f"{mnt}/{rel}")
+            if data != pattern(size, seed):
+                fail(f"{rel}: {len(data)} bytes, want {size} of pattern "
+                     f"{seed}")
+
+    def fill_small(self, tag, dirs=4):
+        """Small files until three creates/writes in a row hit ENOSPC."""
+        rnd = random.Random(tag)
+        misses = n = 0
+        while misses < 3:
+            rel = f"{tag}{n % dirs}/s{n:05d}"
+            if not os.path.isdir(f"{self.mnt}/{tag}{n % dirs}"):
+                os.mkdir(f"{self.mnt}/{tag}{n % dirs}")   # before ENOSPC
+            misses = 0 if self.write(rel, rnd.choice(
+                (1, 700, 4096, 5000, 9000, 16000))) else misses + 1
+            n += 1
+        # the last free clusters, a byte at a time
+        while self.write(f"{tag}0/t{n:05d}", 1):
+            n += 1
+        return n
+
+
+def statfs_free(mnt):
+    st = os.statvfs(mnt)
+    return st.f_bfree, st.f_bavail, st.f_frsize
+
+
+def check_free_counts(img, what):
+    """After unmount: statfs free blocks of a fresh mount == the bitmap's
+    free cluster count == dump.exfat's."""
+    fsck_clean(img.dev)
+    count, free = bitmap_free(img.dev)
+    dumped = dump_free(img.dev)
+    with mount_rw(img.dev) as mnt:
+        bfree, bavail, frsize = statfs_free(mnt)
+    log(f"{what}: {count} clusters, bitmap free {free}, dump.exfat "
+        f"{dumped}, statfs bfree {bfree} bavail {bavail} bsize {frsize}")
+    assert_eq(dumped, free, f"{what}: dump.exfat vs bitmap free clusters")
+    assert_eq(bfree, free, f"{what}: statfs f_bfree vs bitmap")
+    assert_eq(bavail, free, f"{what}: statfs f_bavail vs bitmap")
+    return free
+
+
+@test(timeout=900)
+def enospc_fill_delete_refill():
+    """Fill the volume to ENOSPC with a few large and many small files,
+    delete half, refill: every file holds what was written (short files
+    where ENOSPC hit), fsck is clean, and statfs free blocks match the
+    allocation bitmap (and dump.exfat) each time."""
+    with Image(size_mb=24, cluster=4096) as img:
+        with mount_rw(img.dev) as mnt:
+            f = Filler(mnt)
+            for i in range(3):
+                assert_true(f.write(f"large{i}", 4 << 20),
+                            f"large{i}: early ENOSPC")
+            n = f.fill_small("a")
+            bfree = statfs_free(mnt)[0]
+            log(f"filled: {n} small files, statfs bfree {bfree}")
+            assert_eq(bfree, 0, "free blocks after filling to ENOSPC")
+            f.check()
+            mid = manifest(mnt)
+        free = check_free_counts(img, "full")
+        assert_eq(free, 0, "free clusters after filling to ENOSPC")
+        with mount(img.dev, driver=X, opts="ro") as mnt:
+            compare(mid, manifest(mnt), "before remount", "after")
+        with mount_rw(img.dev) as mnt:
+            before = statfs_free(mnt)[0]
+            for i, rel in enumerate(sorted(f.files)):
+                if i % 2 or rel == "large1":
+                    os.unlink(f"{mnt}/{rel}")
+                    del f.files[rel]
+            after = statfs_free(mnt)[0]
+            log(f"deleted half: bfree {before} -> {after}")
+            assert_true(after > before + (4 << 20) // 4096,
+                        "free blocks grew by the deleted files")
+        assert_eq(check_free_counts(img, "half deleted"), after,
+                  "free clusters after deleting vs statfs before unmount")
+        with mount_rw(img.dev) as mnt:
+            os.mkdir(f"{mnt}/b0")
+            os.mkdir(f"{mnt}/b1")
+            half = statfs_free(mnt)[0] * 4096 // 2
+            assert_true(f.write("large-new", half), "large-new fits")
+            f.fill_small("b", dirs=2)
+            assert_true(not f.write("large-last", 64 << 20),
+                        "large-last does not fit")
+            assert_eq(statfs_free(mnt)[0], 0, "free blocks after refill")
+            f.check()
+            want = manifest(mnt)
+        assert_eq(check_free_counts(img, "refilled"), 0,
+                  "free clusters after refill")
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            compare(want, manifest(mnt), X, "in-tree")
+
+
+# --- namespace semantics --------------------------------------------------------
+
+@test(timeout=300)
+def rmdir_not_empty():
+    """rmdir of a non-empty directory fails with ENOTEMPTY, also when its
+    only entry is a directory, and works once it is empty again (also
+    after a remount, with only deleted entries left on disk)."""
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            os.makedirs(f"{mnt}/d/sub")
+            expect_errno(errno.ENOTEMPTY, os.rmdir, f"{mnt}/d")
+            write_file(f"{mnt}/d/sub/f", 10)
+            expect_errno(errno.ENOTEMPTY, os.rmdir, f"{mnt}/d/sub")
+            expect_errno(errno.ENOTDIR, os.rmdir, f"{mnt}/d/sub/f")
+            expect_errno(errno.EISDIR, os.unlink, f"{mnt}/d/sub")
+            expect_errno(errno.ENOENT, os.rmdir, f"{mnt}/nope")
+            os.unlink(f"{mnt}/d/sub/f")
+            os.rmdir(f"{mnt}/d/sub")
+            os.rmdir(f"{mnt}/d")
+            os.mkdir(f"{mnt}/big")
+            for i in range(40):
+                write_file(f"{mnt}/big/file-{i:02d}", i)
+        with mount_rw(img.dev) as mnt:
+            assert_eq(listing(mnt), ["big"], "root after rmdir")
+            for i in range(39):
+                os.unlink(f"{mnt}/big/file-{i:02d}")
+            expect_errno(errno.ENOTEMPTY, os.rmdir, f"{mnt}/big")
+        with mount_rw(img.dev) as mnt:
+            expect_errno(errno.ENOTEMPTY, os.rmdir, f"{mnt}/big")
+            os.unlink(f"{mnt}/big/file-39")
+        with mount_rw(img.dev) as mnt:
+            os.rmdir(f"{mnt}/big")
+            assert_eq(listing(mnt), [], "root at the end")
+
+
+@test(timeout=300)
+def rename_over_existing():
+    """rename replaces an existing file (its clusters are freed) and an
+    empty directory; file over directory is EISDIR, directory over file
+    ENOTDIR, over a non-empty directory ENOTEMPTY, into itself EINVAL;
+    the result survives a remount."""
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            write_file(f"{mnt}/src", 3000, seed=1)
+            write_file(f"{mnt}/dst", 1 << 20, seed=2)
+            free0 = statfs_free(mnt)[0]
+            os.rename(f"{mnt}/src", f"{mnt}/dst")
+            assert_eq(read(f"{mnt}/dst"), pattern(3000, 1), "replaced")
+            expect_errno(errno.ENOENT, os.stat, f"{mnt}/src")
+            assert_true(statfs_free(mnt)[0] >= free0 + (1 << 20) // 4096,
+                        "the replaced file's clusters are free")
+            os.mkdir(f"{mnt}/e1")
+            os.mkdir(f"{mnt}/e2")
+            os.makedirs(f"{mnt}/full/sub")
+            os.mkdir(f"{mnt}/srcdir")
+            write_file(f"{mnt}/srcdir/inner", 100, seed=3)
+            expect_errno(errno.EISDIR, os.rename, f"{mnt}/dst", f"{mnt}/e1")
+            expect_errno(errno.ENOTDIR, os.rename, f"{mnt}/e1",
+                         f"{mnt}/dst")
+            expect_errno(errno.ENOTEMPTY, os.rename, f"{mnt}/srcdir",
+                         f"{mnt}/full")
+            expect_errno(errno.EINVAL, os.rename, f"{mnt}/full",
+                         f"{mnt}/full/sub/x")
+            os.rename(f"{mnt}/srcdir", f"{mnt}/e1")      # over empty dir
+            os.rename(f"{mnt}/e2", f"{mnt}/full/sub")    # cross-dir, over
+            os.rename(f"{mnt}/dst", f"{mnt}/dst")        # itself: no-op
+            write_file(f"{mnt}/x", 10, seed=4)
+            os.rename(f"{mnt}/x", f"{mnt}/e1/inner")     # cross-dir, over
+            want = manifest(mnt)
+        with mount(img.dev, driver=X, opts="ro") as mnt:
+            assert_eq(listing(mnt), ["dst", "e1", "full"], "root")
+            assert_eq(listing(f"{mnt}/e1"), ["inner"], "e1")
+            assert_eq(read(f"{mnt}/e1/inner"), pattern(10, 4), "e1/inner")
+            assert_eq(listing(f"{mnt}/full"), ["sub"], "full")
+            compare(want, manifest(mnt), "before remount", "after")
+
+
+@test(timeout=300)
+def renameat2_noreplace():
+    """renameat2(RENAME_NOREPLACE) fails with EEXIST on an existing file or
+    directory and changes nothing; to a free name it renames;
+    RENAME_WHITEOUT is EINVAL."""
+    with volume() as (img, mnt):
+        write_file(f"{mnt}/a", 100, seed=1)
+        write_file(f"{mnt}/b", 200, seed=2)
+        os.mkdir(f"{mnt}/d")
+        expect_errno(errno.EEXIST, renameat2, f"{mnt}/a", f"{mnt}/b",
+                     RENAME_NOREPLACE)
+        expect_errno(errno.EEXIST, renameat2, f"{mnt}/a", f"{mnt}/d",
+                     RENAME_NOREPLACE)
+        expect_errno(errno.EEXIST, renameat2, f"{mnt}/a", f"{mnt}/B",
+                     RENAME_NOREPLACE)      # b, case-insensitively
+        assert_eq(read(f"{mnt}/a"), pattern(100, 1), "a unchanged")
+        assert_eq(read(f"{mnt}/b"), pattern(200, 2), "b unchanged")
+        renameat2(f"{mnt}/a", f"{mnt}/d/c", RENAME_NOREPLACE)
+        assert_eq(read(f"{mnt}/d/c"), pattern(100, 1), "renamed")
+        expect_errno(errno.ENOENT, os.stat, f"{mnt}/a")
+        expect_errno(errno.EINVAL, renameat2, f"{mnt}/b", f"{mnt}/w",
+                     RENAME_WHITEOUT)
+        assert_eq(listing(mnt), ["b", "d"], "root")
+
+
+@test(timeout=300)
+def renameat2_exchange():
+    """renameat2(RENAME_EXCHANGE) swaps two files (and a file with a
+    directory, across directories) atomically; the swap survives a remount.
+    The in-tree driver rejects it with EINVAL and changes nothing."""
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            write_file(f"{mnt}/a", 100, seed=1)
+            write_file(f"{mnt}/b", 5000, seed=2)
+            os.makedirs(f"{mnt}/d/sub")
+            write_file(f"{mnt}/d/sub/f", 7, seed=3)
+            set_attr(f"{mnt}/a", ATTR_HIDDEN | ATTR_ARCHIVE)
+            before = manifest(mnt)
+            want_err = EXPECT["rename_exchange"]
+            if want_err:
+                expect_errno(want_err, renameat2, f"{mnt}/a", f"{mnt}/b",
+                             RENAME_EXCHANGE)
+                compare(before, manifest(mnt), "before", "after EXCHANGE",
+                        NO_ATIME)
+                log("RENAME_EXCHANGE: rejected with "
+                    f"{errno.errorcode[want_err]} (as expected for {X})")
+                return
+            renameat2(f"{mnt}/a", f"{mnt}/b", RENAME_EXCHANGE)
+            renameat2(f"{mnt}/b", f"{mnt}/d/sub", RENAME_EXCHANGE)
+            expect_errno(errno.ENOENT, renameat2, f"{mnt}/a", f"{mnt}/zz",
+                         RENAME_EXCHANGE)
+            expect_errno(errno.EINVAL, renameat2, f"{mnt}/a", f"{mnt}/b",
+                         RENAME_EXCHANGE | RENAME_NOREPLACE)
+            after = manifest(mnt)
+        swapped = {"a": before["b"], "b": before["d/sub"],
+                   "b/f": before["d/sub/f"], "d": before["d"],
+                   "d/sub": before["a"]}
+        compare(swapped, after, "the swap", X, ("type", "size", "sha256",
+                                                "btime"))
+        assert_eq(after["d/sub"]["attr"] & ATTR_HIDDEN, ATTR_HIDDEN,
+                  "attributes move with the file")
+        with mount(img.dev, driver=X, opts="ro") as mnt:
+            compare(after, manifest(mnt), "before remount", "after")
+
+
+@test(timeout=300)
+def case_only_rename():
+    """rename("abc", "ABC") of a file and of a directory: the listing shows
+    the new case, before and after a remount and under the in-tree driver.
+    (The in-tree driver returns 0 and keeps the old name.)"""
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            write_file(f"{mnt}/abc", 1000, seed=1)
+            os.mkdir(f"{mnt}/dir")
+            write_file(f"{mnt}/dir/x", 10, seed=2)
+            os.rename(f"{mnt}/abc", f"{mnt}/ABC")
+            os.rename(f"{mnt}/dir", f"{mnt}/Dir")
+            os.rename(f"{mnt}/dir/x", f"{mnt}/DIR/X")
+            got = listing(mnt) + listing(f"{mnt}/dir")
+        want = ["ABC", "Dir", "X"]
+        if EXPECT["case_only_rename"] == "no-op":
+            want = ["abc", "dir", "x"]
+        assert_eq(got, want, "listing after the case-only renames")
+        for drv in (X, "intree"):
+            with mount(img.dev, driver=drv, opts="ro") as mnt:
+                assert_eq(listing(mnt) + listing(f"{mnt}/Dir"), want,
+                          f"listing after remount ({drv})")
+                assert_eq(read(f"{mnt}/abc"), pattern(1000, 1), "content")
+
+
+@test(timeout=300)
+def link_symlink_mknod_refused():
+    """Hard links, symlinks, FIFOs, sockets and device nodes fail with
+    EPERM (the in-tree driver's errno) and leave nothing behind; mknod of
+    a regular file creates one."""
+    with volume() as (img, mnt):
+        write_file(f"{mnt}/f", 10)
+        expect_errno(errno.EPERM, os.link, f"{mnt}/f", f"{mnt}/hard")
+        expect_errno(errno.EPERM, os.symlink, "f", f"{mnt}/sym")
+        expect_errno(errno.EPERM, os.mkfifo, f"{mnt}/fifo")
+        for name, mode in (("chr", 0o20644), ("blk", 0o60644),
+                           ("sock", 0o140644)):
+            expect_errno(errno.EPERM, os.mknod, f"{mnt}/{name}", mode,
+                         os.makedev(1, 3))
+        os.mknod(f"{mnt}/reg", 0o100644)
+        assert_eq(listing(mnt), ["f", "reg"], "listing")
+        assert_eq(os.stat(f"{mnt}/reg").st_size, 0, "mknod'ed file size")
+
+
+FORBIDDEN = ':*?"<>|\\' + "".join(chr(c) for c in range(1, 32))
+
+
+@test(timeout=300)
+def forbidden_characters():
+    """Names with : * ? " < > | \\ or a control character give EINVAL from
+    create, mkdir and rename, and nothing is created; DEL (0x7f) is a valid
+    name character."""
+    with volume() as (img, mnt):
+        write_file(f"{mnt}/f", 10)
+        for c in FORBIDDEN:
+            name = f"x{c}y"
+            expect_errno(errno.EINVAL, os.open, f"{mnt}/{name}",
+                         os.O_CREAT | os.O_WRONLY)
+            expect_errno(errno.EINVAL, os.mkdir, f"{mnt}/{name}")
+            expect_errno(errno.EINVAL, os.rename, f"{mnt}/f",
+                         f"{mnt}/{name}")
+        assert_eq(listing(mnt), ["f"], "nothing created")
+        write_file(f"{mnt}/del\x7fname", 5)
+        assert_eq(listing(mnt), ["del\x7fname", "f"], "DEL in a name")
+
+
+@test(timeout=300)
+def trailing_dots():
+    """Trailing dots are dropped from new names (the in-tree driver's rule
+    without keep_last_dots); trailing spaces are kept."""
+    with volume() as (img, mnt):
+        write_file(f"{mnt}/dot.", 1)
+        write_file(f"{mnt}/dots...", 2)
+        os.mkdir(f"{mnt}/dir.")
+        write_file(f"{mnt}/space ", 3)
+        assert_eq(listing(mnt), ["dir", "dot", "dots", "space "], "listing")
+
+
+@test(timeout=300)
+def name_length():
+    """Names are limited to 255 UTF-16 units, not 255 bytes: 255 ASCII,
+    255 CJK (765 bytes) and 127 emoji + 1 (255 units) work; 256 units give
+    ENAMETOOLONG from create, mkdir and rename.  The names survive a
+    remount."""
+    ok = ["a" * 255, "\u65e5" * 255, "\U0001F4C1" * 127 + "a",
+          "\u00e9" * 200 + ".txt"]
+    long = ["b" * 256, "\u65e5" * 256, "\U0001F4C1" * 128,
+            "\U0001F4C1" * 127 + "ab"]
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            for i, name in enumerate(ok):
+                write_file(f"{mnt}/{name}", i + 1, seed=i)
+            os.mkdir(f"{mnt}/d")
+            write_file(f"{mnt}/f", 1)
+            for name in long:
+                expect_errno(errno.ENAMETOOLONG, os.open, f"{mnt}/{name}",
+                             os.O_CREAT | os.O_WRONLY)
+                expect_errno(errno.ENAMETOOLONG, os.mkdir, f"{mnt}/{name}")
+                expect_errno(errno.ENAMETOOLONG, os.rename, f"{mnt}/f",
+                             f"{mnt}/d/{name}")
+            expect_errno(errno.ENAMETOOLONG, os.stat, f"{mnt}/{long[0]}")
+        with mount_rw(img.dev) as mnt:
+            assert_eq(listing(mnt), sorted(ok + ["d", "f"]), "listing")
+            assert_eq(listing(f"{mnt}/d"), [], "d")
+            for i, name in enumerate(ok):
+                assert_eq(read(f"{mnt}/{name}"), pattern(i + 1, i), name)
+
+
+@test(timeout=300)
+def chmod_readonly():
+    """chmod a-w sets the read-only attribute, also after a remount, and
+    chmod u+w clears it again (the in-tree driver does not clear it on disk
+    when it was loaded from disk); chmod that changes r or x bits is
+    silently ignored and setuid is EPERM (both in-tree behaviour); a
+    directory keeps its w bits."""
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            write_file(f"{mnt}/f", 10)
+            write_file(f"{mnt}/g", 10)
+            os.mkdir(f"{mnt}/d")
+            assert_eq(os.stat(f"{mnt}/f").st_mode & 0o777, 0o755, "mode")
+            os.chmod(f"{mnt}/f", 0o555)
+            assert_eq(get_attr(f"{mnt}/f") & ATTR_READONLY, ATTR_READONLY,
+                      "read-only attribute after chmod a-w")
+            assert_eq(os.stat(f"{mnt}/f").st_mode & 0o777, 0o555, "mode")
+            os.chmod(f"{mnt}/g", 0o555)
+            os.chmod(f"{mnt}/g", 0o644)     # r/x bits change: ignored
+            assert_eq(os.stat(f"{mnt}/g").st_mode & 0o777, 0o555,
+                      "mode after a chmod that changes x bits")
+            expect_errno(errno.EPERM, os.chmod, f"{mnt}/g", 0o4555)
+            os.chmod(f"{mnt}/d", 0o555)
+            assert_eq(os.stat(f"{mnt}/d").st_mode & 0o777, 0o755,
+                      "directory mode after chmod a-w")
+            assert_eq(get_attr(f"{mnt}/d"), ATTR_DIR, "directory attr")
+        with mount_rw(img.dev) as mnt:
+            assert_eq(get_attr(f"{mnt}/f") & ATTR_READONLY, ATTR_READONLY,
+                      "read-only attribute after remount")
+            assert_eq(os.stat(f"{mnt}/f").st_mode & 0o777, 0o555,
+                      "mode after remount")
+            os.chmod(f"{mnt}/f", 0o755)
+            assert_eq(os.stat(f"{mnt}/f").st_mode & 0o777, 0o755,
+                      "mode after chmod u+w")
+        ro = 0 if EXPECT["chmod_clears_disk_readonly"] else ATTR_READONLY
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_eq(get_attr(f"{mnt}/f") & ATTR_READONLY, ro,
+                      "read-only attribute on disk after chmod u+w")
+            assert_eq(get_attr(f"{mnt}/g") & ATTR_READONLY, ATTR_READONLY,
+                      "g still read-only on disk")
+
+
+@test(timeout=300)
+def utimes_precision():
+    """utimes: mtime in 10 ms units round-trips (in memory, after a
+    remount and under the in-tree driver); finer parts are truncated;
+    atime is kept in 2 s units; btime is not changed.  Times outside what
+    exFAT can hold are clamped, and read back as the driver showed them."""
+    NS = 1_000_000_000
+    cases = {   # name: ((atime, mtime) set, (atime, mtime) expected)
+        "a": ((1234567891 * NS + 130000000, 1300000001 * NS + 990000000),
+              (1234567890 * NS, 1300000001 * NS + 990000000)),
+        "b": ((1234567890 * NS + 123456789, 1300000000 * NS + 987654321),
+              (1234567890 * NS, 1300000000 * NS + 980000000)),
+        "c": ((1600000000 * NS, 1600000000 * NS + 10000000),
+              (1600000000 * NS, 1600000000 * NS + 10000000)),
+        "dir": ((1400000000 * NS, 1500000000 * NS + 500000000),
+                (1400000000 * NS, 1500000000 * NS + 500000000)),
+    }
+    # Out of range: 1970 and 2200.  The in-tree driver clamps to
+    # 1980-01-01 00:00:00 and 2107-12-31 23:59:59 UTC (atime ...58); with
+    # the UTC offset field (-16:00..+15:45) exFAT can hold from
+    # 1979-12-31 08:15 to 2108-01-01 15:59:59 UTC, so accept any clamp in
+    # [1979-12-31 08:00, 1980-01-01 00:00] and
+    # [2107-12-31 23:59:58, 2108-01-01 16:00].
+    clamped = {"old": ((0, 0), (315475200 * NS, 315532800 * NS)),
+               "new": ((7258118400 * NS, 7258118400 * NS),
+                       (4354819198 * NS, 4354876800 * NS))}
+    names = list(cases) + list(clamped)
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            for name in names:
+                if name == "dir":
+                    os.mkdir(f"{mnt}/{name}")
+                else:
+                    write_file(f"{mnt}/{name}", 10)
+            bt = manifest(mnt)
+            for name, (set_, _) in list(cases.items()) + \
+                    list(clamped.items()):
+                os.utime(f"{mnt}/{name}", ns=set_)
+            got = {n: (os.stat(f"{mnt}/{n}").st_atime_ns,
+                       os.stat(f"{mnt}/{n}").st_mtime_ns) for n in names}
+        log(f"{X}: 1970 reads as {got['old']}, 2200 as {got['new']}")
+        assert_eq({n: got[n] for n in cases},
+                  {n: exp for n, (_, exp) in cases.items()},
+                  "times in memory")
+        for n, (_, (lo, hi)) in clamped.items():
+            for t in got[n]:
+                assert_true(lo <= t <= hi, f"{n}: {t} not clamped into "
+                            f"[{lo}, {hi}]")
+        for drv in (X, "intree"):
+            with mount(img.dev, driver=drv, opts="ro") as mnt:
+                m = manifest(mnt)
+            assert_eq({n: (m[n]["atime"], m[n]["mtime"]) for n in names},
+                      got, f"times after remount ({drv})")
+            assert_eq({n: m[n]["btime"] for n in names},
+                      {n: bt[n]["btime"] for n in names},
+                      f"btime unchanged by utimes ({drv})")
+
+
+@test(timeout=300)
+def set_attributes_ioctl():
+    """FAT_IOCTL_SET_ATTRIBUTES: hidden, system, archive and combinations
+    round-trip (also after a remount and under the in-tree driver);
+    reserved and directory bits are ignored on files, the directory bit
+    stays on directories, the read-only bit maps to the mode, and the root
+    directory takes nothing but the directory bit (EINVAL)."""
+    combos = {"h": ATTR_HIDDEN, "s": ATTR_SYSTEM, "a": ATTR_ARCHIVE,
+              "hsa": ATTR_HIDDEN | ATTR_SYSTEM | ATTR_ARCHIVE, "none": 0,
+              "ro": ATTR_READONLY | ATTR_ARCHIVE}
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            for name, attr in combos.items():
+                write_file(f"{mnt}/{name}", 10)
+                set_attr(f"{mnt}/{name}", attr)
+                assert_eq(get_attr(f"{mnt}/{name}"), attr, name)
+            write_file(f"{mnt}/reserved", 10)
+            set_attr(f"{mnt}/reserved", 0x08 | 0x10 | 0x40 | 0x80 | 0x100
+                     | ATTR_HIDDEN)
+            assert_eq(get_attr(f"{mnt}/reserved"), ATTR_HIDDEN,
+                      "reserved and directory bits on a file")
+            assert_eq(os.stat(f"{mnt}/ro").st_mode & 0o777, 0o555,
+                      "mode of a file set read-only by ioctl")
+            os.mkdir(f"{mnt}/d")
+            set_attr(f"{mnt}/d", ATTR_HIDDEN)
+            assert_eq(get_attr(f"{mnt}/d"), ATTR_DIR | ATTR_HIDDEN, "dir")
+            expect_errno(errno.EINVAL, set_attr, mnt, ATTR_HIDDEN)
+            set_attr(mnt, ATTR_DIR)
+        combos["reserved"] = ATTR_HIDDEN
+        combos["d"] = ATTR_DIR | ATTR_HIDDEN
+        for drv in (X, "intree"):
+            with mount(img.dev, driver=drv, opts="ro") as mnt:
+                got = {n: get_attr(f"{mnt}/{n}") for n in combos}
+            assert_eq(got, combos, f"attributes after remount ({drv})")
+
+
+@test(timeout=300)
+def archive_on_modification():
+    """New files get the archive attribute, new directories do not; a
+    write (pwrite and O_APPEND) sets it again after it was cleared, and so
+    does a rename (as the in-tree driver does); it is on disk after a
+    remount."""
+    with Image(size_mb=16) as img:
+        with mount_rw(img.dev) as mnt:
+            write_file(f"{mnt}/w", 10)
+            write_file(f"{mnt}/ap", 10)
+            write_file(f"{mnt}/r", 10)
+            os.mkdir(f"{mnt}/d")
+            assert_eq(get_attr(f"{mnt}/w"), ATTR_ARCHIVE, "new file")
+            assert_eq(get_attr(f"{mnt}/d"), ATTR_DIR, "new directory")
+            for n in ("w", "ap", "r"):
+                set_attr(f"{mnt}/{n}", 0)
+                assert_eq(get_attr(f"{mnt}/{n}"), 0, f"{n} cleared")
+        with mount_rw(img.dev) as mnt:
+            assert_eq(get_attr(f"{mnt}/w"), 0, "cleared on disk")
+            fd = os.open(f"{mnt}/w", os.O_WRONLY)
+            os.pwrite(fd, b"x", 3)
+            os.close(fd)
+            with open(f"{mnt}/ap", "ab") as f:
+                f.write(b"more")
+            os.rename(f"{mnt}/r", f"{mnt}/d/r2")
+            got = {n: get_attr(f"{mnt}/{n}") for n in ("w", "ap", "d/r2")}
+        want = {"w": ATTR_ARCHIVE, "ap": ATTR_ARCHIVE, "d/r2": ATTR_ARCHIVE}
+        assert_eq(got, want, "archive set by modification")
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_eq({n: get_attr(f"{mnt}/{n}") for n in want}, want,
+                      "archive on disk")
+
+
+# --- data path odds and ends ------------------------------------------------------
+
+@test(timeout=300)
+def mmap_and_direct_write_visible_to_intree():
+    """Data written through mmap (MAP_SHARED + msync) and O_DIRECT, past
+    EOF with holes in between, reads back with the in-tree driver."""
+    with Image(size_mb=32) as img:
+        with mount_rw(img.dev) as mnt:
+            p = f"{mnt}/m"
+            write_file(p, 10000, seed=1)
+            os.truncate(p, 300000)
+            with open(p, "r+b") as f:
+                with mmap.mmap(f.fileno(), 300000) as m:
+                    m[5000:5000 + 70000] = pattern(70000, 2)
+                    m.flush()
+            fd = os.open(p, os.O_RDWR | os.O_DIRECT)
+            buf = mmap.mmap(-1, 65536)
+            buf[:] = pattern(65536, 3)
+            assert_eq(os.pwritev(fd, [buf], 1 << 20), 65536, "direct write")
+            os.close(fd)
+            want = bytearray(pattern(10000, 1) + bytes(290000))
+            want[5000:75000] = pattern(70000, 2)
+            want += bytes((1 << 20) - len(want)) + pattern(65536, 3)
+            assert_eq(read(p) == bytes(want), True, "content (driver)")
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_true(read(f"{mnt}/m") == bytes(want), "content (in-tree)")
+
