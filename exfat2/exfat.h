@@ -131,6 +131,9 @@ struct exfat_sb_info {
 	u64		upcase_len;
 	bool		upcase_builtin;	/* on-disk table unusable */
 
+	u8		vol_guid[16];	/* §7.5, when has_guid */
+	bool		has_guid;
+
 	/* Volume label in UTF-16, protected by label_lock. */
 	struct mutex	label_lock;
 

@@ -756,6 +756,7 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			target = NULL;
 			goto out;
 		}
+		put_target = target;
 		if (target && S_ISDIR(target->i_mode) != S_ISDIR(inode->i_mode)) {
 			err = S_ISDIR(target->i_mode) ? -EISDIR : -ENOTDIR;
 			goto out;
@@ -765,7 +766,6 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			if (err)
 				goto out;
 		}
-		put_target = target;
 	}
 
 	if (target) {

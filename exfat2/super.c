@@ -659,6 +659,17 @@ static int exfat_scan_root(struct super_block *sb, struct inode *root)
 			upcase_len = le64_to_cpu(de.upcase.data_length);
 			upcase_csum = le32_to_cpu(de.upcase.checksum);
 			break;
+		case EXFAT_TYPE_GUID:
+			/* §7.5: a primary with no secondaries, checksummed */
+			if (de.guid.secondary_count ||
+			    le16_to_cpu(de.guid.set_checksum) !=
+			    exfat_set_checksum(&de, 1)) {
+				exfat_warn(sb, "ignoring a bad volume GUID entry");
+				break;
+			}
+			memcpy(sbi->vol_guid, de.guid.guid, sizeof(sbi->vol_guid));
+			sbi->has_guid = true;
+			break;
 		case EXFAT_TYPE_LABEL:
 			sbi->label_len = min_t(unsigned int, de.label.char_count,
 					       EXFAT_LABEL_MAX_LEN);
