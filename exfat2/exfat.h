@@ -7,8 +7,13 @@
  *
  *   inode->i_rwsem		VFS; namespace changes and writes to one inode
  *   mapping->invalidate_lock	truncate against page faults
+ *   ei->pos_lock		where an inode's entry set is (dir_clu, eidx)
+ *   sbi->set_locks[]		entry sets of one directory (hashed by its
+ *				first cluster): readers copy a set out whole
  *   ei->map_lock		an inode's cluster chain, extent cache and
- *				valid_size
+ *				valid_size; a directory's is taken under a
+ *				set lock to map its blocks, so no set lock
+ *				is ever taken with a map_lock held
  *   sbi->alloc_lock		allocation bitmap, FAT contents, free count
  *
  * There is no volume-wide lock on the I/O path: mapping a file block takes

@@ -272,7 +272,6 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	}
 	exfat_dir_iter_init_pos(&it, sb, ei->dir_clu, ei->dir_flags);
 	it.sync = sync;
-	down_read(&ei->map_lock);
 	err = exfat_get_entry_set(&it, ei->eidx, &es);
 	if (err)
 		goto out;
@@ -287,6 +286,11 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	ts = inode_get_atime(inode);
 	exfat_set_time(&ts, &fe->access_time, NULL, &fe->access_tz);
 
+	/*
+	 * A consistent view of the chain; map_lock is never held while a
+	 * set lock is taken (exfat.h), so it is dropped before the put.
+	 */
+	down_read(&ei->map_lock);
 	if (S_ISDIR(inode->i_mode)) {
 		size = (u64)ei->alloc_clus << sbi->clu_shift;
 		valid = size;
@@ -312,12 +316,12 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 		st->flags |= ei->flags;
 		st->first_cluster = cpu_to_le32(ei->start_clu);
 	}
+	up_read(&ei->map_lock);
 	st->size = cpu_to_le64(size);
 	st->valid_size = cpu_to_le64(valid);
 	err = exfat_put_entry_set(&it, es);
 	kfree(es);
 out:
-	up_read(&ei->map_lock);
 	err2 = exfat_dir_iter_release(&it);
 	mutex_unlock(&ei->pos_lock);
 	return err ?: err2;
