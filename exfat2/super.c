@@ -91,6 +91,11 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei = alloc_inode_sb(sb, exfat_inode_cachep, GFP_NOFS);
 	if (!ei)
 		return NULL;
+	/*
+	 * Not in the slab constructor: debugobjects forgets a work item
+	 * when its memory is freed, so it is set up for every inode.
+	 */
+	INIT_WORK(&ei->ioend_work, exfat_ioend_work);
 	ei->start_clu = 0;
 	ei->flags = 0;
 	ei->attr = 0;
@@ -204,7 +209,6 @@ static void exfat_inode_init_once(void *obj)
 	mutex_init(&ei->pos_lock);
 	spin_lock_init(&ei->ioend_lock);
 	INIT_LIST_HEAD(&ei->ioend_list);
-	INIT_WORK(&ei->ioend_work, exfat_ioend_work);
 	inode_init_once(&ei->vfs_inode);
 }
 
