@@ -513,6 +513,60 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 	return err;
 }
 
+/*
+ * Free what a secondary entry other than Stream allocates (a Vendor
+ * Allocation entry, §7.9, or any secondary with AllocationPossible set,
+ * §6.4.1), once the set holding it is deleted.  Clusters are checked as
+ * they are walked; on corruption the rest is left allocated (leaked, which
+ * fsck.exfat repairs) and reported.
+ */
+void exfat_free_secondary_alloc(struct super_block *sb,
+				const union exfat_dentry *de)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	const struct exfat_dentry_generic *g = &de->generic;
+	struct exfat_fat_cursor cur = {};
+	u32 clu = le32_to_cpu(g->first_cluster);
+	u64 len = le64_to_cpu(g->data_length);
+	u32 n, i, next;
+
+	if (!(g->byte1 & EXFAT_FLAG_ALLOC_POSSIBLE) || !clu || !len)
+		return;
+	if (len > ((u64)sbi->clu_count << sbi->clu_shift)) {
+		exfat_fs_error(sb, "entry type %#x: DataLength %llu exceeds the volume",
+			       g->type, len);
+		return;
+	}
+	n = DIV_ROUND_UP_ULL(len, sbi->clu_size);
+
+	mutex_lock(&sbi->alloc_lock);
+	exfat_set_vol_dirty(sb);
+	for (i = 0; i < n; i++) {
+		if (!exfat_clu_valid(sbi, clu) || !exfat_clu_in_use(sb, clu)) {
+			exfat_fs_error(sb, "entry type %#x: allocation cluster %u invalid or free",
+				       g->type, clu);
+			break;
+		}
+		exfat_free_run(sb, clu, 1);
+		if (i + 1 == n)
+			break;
+		if (g->byte1 & EXFAT_FLAG_NO_FAT_CHAIN) {
+			clu++;
+			continue;
+		}
+		if (exfat_fat_next(sb, &cur, clu, &next))
+			break;
+		if (next == EXFAT_FAT_EOC) {
+			exfat_fs_error(sb, "entry type %#x: chain ends after %u of %u clusters",
+				       g->type, i + 1, n);
+			break;
+		}
+		clu = next;
+	}
+	mutex_unlock(&sbi->alloc_lock);
+	exfat_fat_cursor_release(&cur);
+}
+
 /* Allocate one zeroed cluster for a new directory. */
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 {

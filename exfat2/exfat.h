@@ -345,6 +345,8 @@ void exfat_drop_pending_frees(struct super_block *sb);
 int exfat_sync_alloc(struct super_block *sb, u64 seq);
 int exfat_zero_clusters_sync(struct super_block *sb, u32 clu, u32 n);
 int exfat_free_clusters(struct inode *inode, u32 keep);
+void exfat_free_secondary_alloc(struct super_block *sb,
+				const union exfat_dentry *de);
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
 void exfat_free_dir_cluster(struct super_block *sb, u32 clu);
 int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,

@@ -477,11 +477,29 @@ static int exfat_dir_empty(struct inode *inode)
 	return err ?: -ENOTEMPTY;
 }
 
-/* Remove the entry set of inode from dir; the inode keeps its clusters. */
+/*
+ * Secondary entries after the name may allocate clusters of their own
+ * (Vendor Allocation); they go with the set.  The pending-free list keeps
+ * them allocated until the deleted set is durable.
+ */
+static void exfat_free_set_allocs(struct super_block *sb,
+				  const struct exfat_entry_set *es)
+{
+	unsigned int i;
+
+	for (i = 2; i < es->nr; i++)
+		if (es->de[i].generic.type != EXFAT_TYPE_NAME)
+			exfat_free_secondary_alloc(sb, &es->de[i]);
+}
+
+/*
+ * Remove the entry set of inode from dir; the inode keeps its clusters
+ * (freed when it is evicted), what other secondaries allocate is freed.
+ */
 static int exfat_remove_set(struct inode *dir, struct inode *inode)
 {
 	struct exfat_inode_info *ei = EXFAT_I(inode);
-	struct exfat_entry_set *es;
+	struct exfat_entry_set *es = NULL;
 	struct exfat_dir_iter it;
 	int err;
 
@@ -489,11 +507,12 @@ static int exfat_remove_set(struct inode *dir, struct inode *inode)
 	exfat_dir_iter_init(&it, dir);
 	it.sync = IS_DIRSYNC(dir);
 	err = exfat_get_entry_set(&it, ei->eidx, &es);
-	if (!err) {
+	if (!err)
 		err = exfat_delete_entries(&it, ei->eidx, es->nr);
-		kfree(es);
-	}
 	err = exfat_dir_iter_release(&it) ?: err;
+	if (!err)
+		exfat_free_set_allocs(dir->i_sb, es);
+	kfree(es);
 	if (!err) {
 		/* write_inode has nothing to write; the slots may be reused */
 		ei->deleted = true;
