@@ -795,6 +795,8 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 
 		super_set_uuid(sb, uuid, sizeof(uuid));
 	}
+	/* FS_IOC_GETFSSYSFSPATH answers "exfat/<device>" */
+	super_set_sysfs_name_bdev(sb);
 
 	if (sbi->fs_revision != 0x0100)
 		exfat_info(sb, "FileSystemRevision %u.%02u",

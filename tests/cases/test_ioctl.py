@@ -15,6 +15,7 @@ from tree import write_file
 FS_IOC_GETFSLABEL = 0x81009431
 FS_IOC_SETFSLABEL = 0x41009432
 FS_IOC_GETFSUUID = 0x80111500
+FS_IOC_GETFSSYSFSPATH = 0x80811501     # _IOR(0x15, 1, struct fs_sysfs_path)
 FS_IOC_GETFLAGS = 0x80086601
 FS_IOC_FSGETXATTR = 0x801c581f
 FITRIM = 0xc0185879
@@ -56,18 +57,23 @@ def volume_label():
 
 @test(timeout=120, writes=False)
 def uuid_as_blkid():
-    """FS_IOC_GETFSUUID returns the volume serial as blkid shows it."""
+    """FS_IOC_GETFSUUID returns the volume serial as blkid shows it;
+    FS_IOC_GETFSSYSFSPATH names the file system type and the device."""
     with Image(size_mb=16) as img:
         want = sh(f"blkid -o value -s UUID {img.dev}").stdout.strip()
         with mount(img.dev, opts="ro") as mnt:
             fd = os.open(mnt, os.O_RDONLY)
             try:
                 buf = fcntl.ioctl(fd, FS_IOC_GETFSUUID, b"\0" * 17)
+                path = fcntl.ioctl(fd, FS_IOC_GETFSSYSFSPATH, b"\0" * 129)
             finally:
                 os.close(fd)
         n = buf[0]
         got = buf[1:1 + n].hex().upper()
         assert_eq(f"{got[:4]}-{got[4:]}", want, "uuid")
+        n = path[0]
+        assert_eq(path[1:1 + n].decode(),
+                  "exfat/" + os.path.basename(img.dev), "sysfs path")
 
 
 @test(timeout=300, writes=True)
@@ -193,3 +199,114 @@ def nfs_file_handles():
             os.rename(f"{mnt}/g", f"{mnt}/a/g2")
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
             expect_errno(errno.ESTALE, _open_handle, mnt, hg)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
+
+
+def _syscall(nr, *args):
+    ret = _libc.syscall(nr, *args)
+    if ret < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return ret
+
+
+def _userns_child(outside):
+    """A child in a new user namespace mapping 0 to `outside`; returns the
+    fd of that namespace."""
+    up_r, up_w = os.pipe()          # child -> parent: unshared
+    down_r, down_w = os.pipe()      # parent -> child: done, exit
+    pid = os.fork()
+    if pid == 0:
+        try:
+            # The VM runs the tests chrooted (tools/vm/guest-init.sh) and a
+            # chrooted process may not create a user namespace: step out
+            # to the real root first (cwd is outside the new root).
+            os.makedirs("/tmp/userns-chroot", exist_ok=True)
+            os.chroot("/tmp/userns-chroot")
+            for _ in range(64):
+                os.chdir("..")
+            os.chroot(".")
+            if _libc.unshare(0x10000000) == 0:      # CLONE_NEWUSER
+                os.write(up_w, b"x")
+                os.read(down_r, 1)
+        finally:
+            os._exit(0)
+    os.close(up_w)
+    os.close(down_r)
+    try:
+        assert_eq(os.read(up_r, 1), b"x", "child in a new user namespace")
+        for f in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{f}", "w") as m:
+                m.write(f"0 {outside} 1\n")
+        fd = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
+    finally:
+        try:
+            os.write(down_w, b"x")
+        except BrokenPipeError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(up_r)
+        os.close(down_w)
+    return fd
+
+
+def _as_user(uid, fn):
+    """Run fn() in a child with all ids = uid; its return value (an
+    errno or 0) comes back."""
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = fn()
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _try_create(path):
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        return 0
+    except OSError as e:
+        return e.errno
+
+
+@test(timeout=300, writes=True)
+def idmapped_mount():
+    """An idmapped mount shows and checks owners through its map."""
+    with Image(size_mb=16) as img:
+        with mount(img.dev) as mnt:
+            write_file(f"{mnt}/a", 100)
+            idm = "/mnt/idm"
+            os.makedirs(idm, exist_ok=True)
+            ns = _userns_child(1000)
+            tree = _syscall(_SYS_OPEN_TREE, -100, mnt.encode(),
+                            1 | os.O_CLOEXEC)           # OPEN_TREE_CLONE
+            try:
+                attr = struct.pack("QQQQ", 0x00100000, 0, 0, ns)
+                _syscall(_SYS_MOUNT_SETATTR, tree, b"", 0x1000,  # EMPTY_PATH
+                         attr, len(attr))
+                _syscall(_SYS_MOVE_MOUNT, tree, b"", -100, idm.encode(),
+                         0x4)                           # F_EMPTY_PATH
+            finally:
+                os.close(tree)
+                os.close(ns)
+            try:
+                assert_eq(os.stat(f"{mnt}/a").st_uid, 0, "owner, plain")
+                assert_eq(os.stat(f"{idm}/a").st_uid, 1000, "owner, idmapped")
+                assert_eq(os.stat(f"{idm}/a").st_gid, 1000, "group, idmapped")
+                assert_eq(_as_user(1000, lambda: _try_create(f"{idm}/b")), 0,
+                          "uid 1000 creates through the idmapped mount")
+                assert_eq(_as_user(1000, lambda: _try_create(f"{mnt}/c")),
+                          errno.EACCES, "uid 1000 on the plain mount")
+                assert_eq(os.stat(f"{mnt}/b").st_uid, 0, "new file, plain")
+                assert_eq(os.stat(f"{idm}/b").st_uid, 1000,
+                          "new file, idmapped")
+            finally:
+                umount(idm)
