@@ -449,3 +449,7 @@ unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len)
 		len--;
 	return len;
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+#include "upcase_test.c"
+#endif
