@@ -4,9 +4,15 @@
 #
 #   make                 install missing packages, build exfat2/exfat2.ko
 #   make check [T=...]   what CI runs: strict build (W=1, no warnings),
-#                        lint, sparse, then all tests in a VM; the last line
-#                        is "N passed, N failed"
-#   make test [T=...]    only the VM tests (T: name substrings or globs)
+#                        lint, sparse, then tests/check-all.sh: all tests on
+#                        the packaged kernel, then the debug kernel (built
+#                        once, cached), KUnit and the debug pass; the last
+#                        line is "N passed, N failed".  DEBUG=0: packaged only
+#   make test [T=...]    only the VM tests on the packaged kernel (T: name
+#                        substrings or globs)
+#   make debug-test [T=...]  the KUnit suites and the debug pass only
+#   make kunit           the KUnit suites under the debug kernel
+#   make bench [QUICK=1] benchmarks against the in-tree driver (BENCHMARKS.md)
 #   make lint            checkpatch.pl --strict on the C sources
 #   make sparse          sparse (C=2) on exfat2, fails on its warnings
 #   make run             mount an image with exfat2 in a VM:
@@ -32,9 +38,12 @@ LOGS := $(CACHE)/logs$(subst /,_,$(CURDIR))
 CHECKPATCH := $(CACHE)/checkpatch/scripts/checkpatch.pl
 KSRC_TAR := $(lastword $(wildcard /usr/src/linux-source-6.12.tar.xz))
 LINT_FILES = $(filter-out %.mod.c,$(wildcard exfat2/*.[ch])) tests/selftest/warn/warn_on_load.c
+# Test tools built on the host (the guest sees the checkout read-only).
+TOOLS := tests/tools/fsx-lite
 TEST_ARGS = $(if $(KERNEL),--kernel $(KERNEL)) --kdir $(KDIR) $(T)
 
-.PHONY: all setup build build-strict lint sparse test check run clean kdir _lint _sparse _test
+.PHONY: all setup build build-strict lint sparse test check run clean kdir _lint _sparse _test \
+	debug-test kunit bench _check
 
 # Each public target first runs setup, then a sub-make, so that KVER is
 # discovered after any missing package was installed.
@@ -42,7 +51,21 @@ all: setup
 	@$(MAKE) build
 
 check: setup
-	@$(MAKE) build-strict _lint _sparse _test
+	@$(MAKE) build-strict _lint _sparse _check
+
+_check: $(TOOLS)
+	@tests/check-all.sh --kdir $(KDIR) $(T)
+
+debug-test: setup
+	@$(MAKE) build $(TOOLS)
+	@tests/check-all.sh --skip-packaged $(T)
+
+kunit: setup
+	@tests/kunit.sh
+
+bench: setup
+	@$(MAKE) build
+	@KERNEL='$(KERNEL)' bench/run-bench.sh $(if $(filter 1,$(QUICK)),--quick) $(BENCH_ARGS)
 
 run: setup
 	@$(MAKE) build
@@ -84,9 +107,6 @@ $(CHECKPATCH):
 	@rm -rf $(CACHE)/checkpatch && mkdir -p $(CACHE)/checkpatch
 	@tar -xJf $(KSRC_TAR) -C $(CACHE)/checkpatch --strip-components=1 --wildcards \
 		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' '*/scripts/const_structs.checkpatch'
-
-# Test tools built on the host (the guest sees the checkout read-only).
-TOOLS := tests/tools/fsx-lite
 
 tests/tools/fsx-lite: tests/tools/fsx-lite.c
 	gcc -O2 -Wall -Wextra -o $@ $<

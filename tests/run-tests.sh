@@ -5,7 +5,7 @@
 # last line is "N passed, N failed".  Exit status 0 iff nothing failed.
 #
 # Usage: tests/run-tests.sh [--kernel BZIMAGE] [--modules-dir DIR]
-#                           [--kdir DIR] [--list] [FILTER...]
+#                           [--kdir DIR] [--ko EXFAT2_KO] [--list] [FILTER...]
 #
 #   FILTER         test name substring or glob (several: any may match);
 #                  the harness self-tests always run
@@ -13,6 +13,8 @@
 #   --modules-dir  its modules (default: /lib/modules/RELEASE)
 #   --kdir         kernel build tree for the self-test module (default: the
 #                  one of the booted kernel)
+#   --ko           our module, built for that kernel (default:
+#                  exfat2/exfat2.ko, built for the packaged one)
 #   --list         print the test names and exit (no VM)
 #
 # exfat2/exfat2.ko must already be built (the top Makefile does it).
@@ -27,13 +29,14 @@ repo=$(dirname "$here")
 cache=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/exfat2-vm
 EXPECTED_SPLAT="exfat2 harness self-test"	# the text of the self-test WARN
 
-kernel='' moddir='' kdir='' list=0
+kernel='' moddir='' kdir='' ko_ours='' list=0
 filters=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
 	--modules-dir) moddir=$2; shift 2 ;;
 	--kdir) kdir=$2; shift 2 ;;
+	--ko) ko_ours=$2; shift 2 ;;
 	--list) list=1; shift ;;
 	-h|--help) sed -n '4,/^set -e/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run-tests.sh: unknown option $1" >&2; exit 2 ;;
@@ -109,20 +112,32 @@ phase "selftest module"
 
 # 2. One VM boot runs all the tests.
 # Each run has its own directory (runs may overlap); last-run points to
-# the newest, and only the 5 newest are kept.
+# the newest, and only the 5 newest are kept, besides runs still going
+# (marked .active, unless that is more than a day old).
 mkdir -p "$cache/runs"
 out=$(mktemp -d "$cache/runs/$(date +%Y%m%d-%H%M%S).XXXX")
+touch "$out/.active"
+trap 'rm -f "$out/.active"' EXIT
 ln -sfn "$out" "$cache/last-run"
 # shellcheck disable=SC2012 # our own names, no odd characters
-ls -1dt "$cache"/runs/*/ | tail -n +6 | xargs -r rm -rf
+ls -1dt "$cache"/runs/*/ | tail -n +6 | while read -r d; do
+	if [ -z "$(find "$d.active" -mmin -1440 2>/dev/null)" ]; then
+		rm -rf "$d"
+	fi
+done
 mkdir -p "$out/selftest"
 [ -z "$ko" ] || cp "$ko" "$out/selftest/"
+guestenv=()
+if [ -n "$ko_ours" ]; then
+	cp "$ko_ours" "$out/exfat2.ko"
+	guestenv=(EXFAT2_KO=/run/out/exfat2.ko)
+fi
 vmopts=(--out "$out" --timeout "${TEST_TIMEOUT:-3000}" --expect-splat "$EXPECTED_SPLAT")
 [ -z "$kernel" ] || vmopts+=(--kernel "$kernel")
 [ -z "$moddir" ] || vmopts+=(--modules-dir "$moddir")
 
 "$repo/tools/vm/vm.sh" "${vmopts[@]}" -- \
-	python3 -B tests/guest/runner.py --timeout-scale="${TIMEOUT_SCALE:-1}" "${filters[@]}" &
+	env "${guestenv[@]}" python3 -B tests/guest/runner.py --timeout-scale="${TIMEOUT_SCALE:-1}" "${filters[@]}" &
 vmpid=$!
 
 # Print the guest's results as they arrive.

@@ -58,7 +58,8 @@ API
   log(msg)
         print msg to the test's log and into the kernel log (dmesg).
   REPO, OUT, OURS_KO
-        repo path, output directory, path of our module.
+        repo path, output directory, path of our module ($EXFAT2_KO if
+        set, for other kernels than the packaged one).
 """
 
 import errno as _errno
@@ -69,7 +70,8 @@ REPO = os.environ.get("EXFAT2_REPO",
                       os.path.dirname(os.path.dirname(os.path.dirname(
                           os.path.abspath(__file__)))))
 OUT = os.environ.get("EXFAT2_OUT", "/tmp")
-OURS_KO = os.path.join(REPO, "exfat2", "exfat2.ko")
+OURS_KO = os.environ.get("EXFAT2_KO") or os.path.join(REPO, "exfat2",
+                                                     "exfat2.ko")
 
 # Name of each driver in /proc/modules.
 _MODNAME = {"ours": "exfat2", "intree": "exfat"}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Every test, in phases, each timed; the last line is the total
+# "N passed, N failed" and the exit status is 0 iff nothing failed.
+#
+#   1. packaged   all tests (tests/run-tests.sh) on Debian's 6.12 kernel
+#   2. debug-kernel  build (once, cached) the debug kernel and exfat2.ko
+#                 against it with W=1 (scripts/debug-kernel.sh --module)
+#   3. kunit      exfat2's KUnit suites and a kmemleak scan (tests/kunit.sh)
+#   4. debug      the debug pass: DEBUG_TESTS under the debug kernel
+#                 (KASAN, UBSAN, KFENCE, lockdep, kmemleak, hung task)
+#
+# Usage: tests/check-all.sh [--kdir DIR] [--skip-packaged] [FILTER...]
+#   FILTER limits phase 1 to those tests and phase 4 to those of DEBUG_TESTS
+#   that match.  DEBUG=0 skips phases 2-4, --skip-packaged phase 1.  Environment: KERNEL (phase 1
+#   boots it instead of the packaged kernel).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$here")
+
+# The debug pass: the read, write and namespace tests, the random
+# exerciser (write:fsx_*, the stress run) and the ioctls.  Timeouts are
+# scaled: the debug kernel runs the tests 2-4 times slower than the
+# packaged one.
+DEBUG_TESTS=(smoke: read: data: ns: write: ioctl:)
+DEBUG_SCALE=${DEBUG_SCALE:-6}
+
+kdir='' packaged=1
+filters=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kdir) kdir=$2; shift 2 ;;
+	--skip-packaged) packaged=0; shift ;;
+	-h|--help) sed -n '4,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	*) filters+=("$1"); shift ;;
+	esac
+done
+
+passed=0 failed=0
+summary=()
+count() {	# count PHASE LOGFILE RC: add the phase's "N passed, N failed"
+	local last p f
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$2" | tail -n1)
+	if [ -z "$last" ]; then
+		p=0 f=1
+		echo "FAIL $1: no result line (exit status $3)"
+	else
+		p=${last%% passed*}
+		f=${last#*passed, }
+		f=${f%% failed*}
+		if [ "$3" != 0 ] && [ "$f" = 0 ]; then
+			f=1
+			echo "FAIL $1: exit status $3"
+		fi
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	summary+=("$(printf '%-13s %4d passed, %d failed, %5ds' "$1" "$p" "$f" $(($(date +%s) - start)))")
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# 1. Packaged kernel
+if [ $packaged = 1 ]; then
+	start=$(date +%s)
+	echo "=== phase packaged: all tests on the packaged kernel"
+	args=()
+	[ -z "${KERNEL:-}" ] || args+=(--kernel "$KERNEL")
+	[ -z "$kdir" ] || args+=(--kdir "$kdir")
+	"$here/run-tests.sh" "${args[@]}" "${filters[@]}" 2>&1 | tee "$tmp/packaged"
+	count packaged "$tmp/packaged" "${PIPESTATUS[0]}"
+fi
+
+if [ "${DEBUG:-1}" != 0 ]; then
+	# 2. Debug kernel and module
+	start=$(date +%s)
+	echo "=== phase debug-kernel: build or reuse (scripts/debug-kernel.sh)"
+	if "$repo/scripts/debug-kernel.sh" --module >"$tmp/paths"; then
+		cat "$tmp/paths"
+		echo "PASS debug:build_kernel_and_module" >"$tmp/dk"
+		echo "1 passed, 0 failed" >>"$tmp/dk"
+		count debug-kernel "$tmp/dk" 0
+		eval "$(grep -E '^(KERNEL|MODULES_DIR|KDIR|EXFAT2_KO)=' "$tmp/paths")"
+
+		# 3. KUnit
+		start=$(date +%s)
+		echo "=== phase kunit: KUnit suites under the debug kernel"
+		"$here/kunit.sh" --kernel "$KERNEL" --modules-dir "$MODULES_DIR" \
+			--ko "$EXFAT2_KO" 2>&1 | tee "$tmp/kunit"
+		count kunit "$tmp/kunit" "${PIPESTATUS[0]}"
+
+		# 4. Debug pass
+		start=$(date +%s)
+		sel=()
+		if [ ${#filters[@]} -eq 0 ]; then
+			sel=("${DEBUG_TESTS[@]}")
+		else
+			for f in "${filters[@]}"; do
+				for d in "${DEBUG_TESTS[@]}"; do
+					case "$f" in "$d"*) sel+=("$f"); break ;; esac
+				done
+			done
+		fi
+		if [ ${#sel[@]} -gt 0 ]; then
+			echo "=== phase debug: ${sel[*]} under the debug kernel"
+			TIMEOUT_SCALE=$DEBUG_SCALE "$here/run-tests.sh" \
+				--kernel "$KERNEL" --modules-dir "$MODULES_DIR" \
+				--kdir "$KDIR" --ko "$EXFAT2_KO" "${sel[@]}" 2>&1 |
+				tee "$tmp/debug"
+			count debug "$tmp/debug" "${PIPESTATUS[0]}"
+		fi
+	else
+		echo "FAIL debug:build_kernel_and_module" | tee "$tmp/dk"
+		echo "0 passed, 1 failed" >>"$tmp/dk"
+		count debug-kernel "$tmp/dk" 1
+	fi
+fi
+
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
