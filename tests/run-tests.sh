@@ -7,8 +7,9 @@
 # Usage: tests/run-tests.sh [--kernel BZIMAGE] [--modules-dir DIR]
 #                           [--kdir DIR] [--ko EXFAT2_KO] [--list] [FILTER...]
 #
-#   FILTER         test name substring or glob (several: any may match);
-#                  the harness self-tests always run
+#   FILTER         test name substring or glob (several: any may match;
+#                  !FILTER excludes what it matches); the harness
+#                  self-tests always run
 #   --kernel       boot this kernel instead of the packaged 6.12 one
 #   --modules-dir  its modules (default: /lib/modules/RELEASE)
 #   --kdir         kernel build tree for the self-test module (default: the

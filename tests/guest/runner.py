@@ -3,6 +3,7 @@
 """Run the exfat2 test cases inside the test VM (as root).
 
 Usage: runner.py [--list] [--no-selftest] [--timeout-scale=X] [FILTER...]
+(FILTER: a name substring or glob; !FILTER excludes)
 
 FILTER selects tests by name: a glob if it has * ? or [, else a substring;
 a test runs if any filter matches (none given: all).  The harness
@@ -67,16 +68,19 @@ def load_tests(dirs):
     return tests
 
 
+def _match_one(name, f):
+    if any(c in f for c in "*?["):
+        return fnmatch.fnmatchcase(name, f)
+    return f in name
+
+
 def matches(name, filters):
-    if not filters:
-        return True
-    for f in filters:
-        if any(c in f for c in "*?["):
-            if fnmatch.fnmatchcase(name, f):
-                return True
-        elif f in name:
-            return True
-    return False
+    """A filter is a substring or a glob; "!F" excludes what F matches."""
+    inc = [f for f in filters if not f.startswith("!")]
+    exc = [f[1:] for f in filters if f.startswith("!")]
+    if any(_match_one(name, f) for f in exc):
+        return False
+    return not inc or any(_match_one(name, f) for f in inc)
 
 
 class Kmsg:
