@@ -422,13 +422,16 @@ int exfat_commit_frees(struct super_block *sb)
 /*
  * Make the FAT and the bitmap durable up to the latest allocation, before
  * an entry set that refers to newly allocated clusters is written.
+ *
+ * All dirty metadata is written before the flush, not only the FAT and
+ * bitmap: an entry set may straddle two sectors, and one of them may
+ * already be on its way to the disk (written with a neighbouring entry
+ * set, or by background writeback of the block device).  Flushing then
+ * would make a torn entry set durable.
  */
 int exfat_sync_alloc(struct super_block *sb, u64 seq)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	loff_t fat = (loff_t)sbi->fat_start << sbi->sect_shift;
-	loff_t map = exfat_clu_to_bytes(sbi, sbi->bitmap_clu) +
-		     ((loff_t)sbi->heap_start << sbi->sect_shift);
 	int err;
 
 	if (READ_ONCE(sbi->alloc_synced) >= seq)
@@ -437,11 +440,7 @@ int exfat_sync_alloc(struct super_block *sb, u64 seq)
 	if (sbi->alloc_synced >= seq)
 		goto out;
 	seq = READ_ONCE(sbi->alloc_seq);
-	err = sync_blockdev_range(sb->s_bdev, fat,
-				  fat + ((loff_t)sbi->fat_sectors << sbi->sect_shift) - 1);
-	if (!err)
-		err = sync_blockdev_range(sb->s_bdev, map,
-					  map + ((loff_t)sbi->bitmap_nr_bh << sbi->sect_shift) - 1);
+	err = sync_blockdev(sb->s_bdev);
 	if (!err)
 		err = blkdev_issue_flush(sb->s_bdev);
 	if (err) {

@@ -302,11 +302,12 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 {
 	struct exfat_dir_iter it;
 	const union exfat_dentry *de;
-	u32 i, run = 0, total;
+	u32 i, run, total;
 	int err = 0;
 
 	for (;;) {
 		total = exfat_dir_entries(dir);
+		run = 0;
 		exfat_dir_iter_init(&it, dir);
 		for (i = 0; i < total; i++) {
 			de = exfat_dir_iter_get(&it, i);
@@ -328,7 +329,7 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 			*eidx = i + 1 - nr;
 			return 0;
 		}
-		/* a free run at the end continues into the new cluster */
+		/* rescanned: a free run at the end continues into it */
 		err = exfat_grow_dir(dir);
 		if (err)
 			return err;

@@ -576,6 +576,10 @@ static int exfat_place_set(struct inode *dir, struct exfat_entry_set *new_es,
  * Write new_es at its place in dir, and remove old_es from old_dir unless
  * new_es took its slots (then only its unused tail goes).  The caller
  * holds the moving inode's pos_lock.
+ *
+ * A set moving elsewhere is on the disk before the old one is removed:
+ * left to writeback, the removal could land first, and a crash between
+ * the two would leave the file without any name.
  */
 static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 			  struct inode *old_dir,
@@ -586,7 +590,7 @@ static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 	int err;
 
 	exfat_dir_iter_init(&it, dir);
-	it.sync = IS_DIRSYNC(dir);
+	it.sync = IS_DIRSYNC(dir) || !in_place;
 	err = exfat_put_entry_set(&it, new_es);
 	if (!err && in_place && new_es->nr < old_es->nr)
 		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Crash consistency: what fsync, fdatasync and sync() made durable must
+survive a power cut at any flush point (dm-log-writes replay) and at a
+random moment (dm-flakey drop_writes), and every such state must pass
+fsck.exfat -n and mount.  The harness is tests/guest/crashlib.py (its doc
+says exactly what is required) and tests/guest/replaylog.py.
+
+Short forms (in make check, driver under test = exfat2):
+  crash:replay_short   2 replays (512 B and 4 KiB clusters), a few hundred
+                       flush points
+  crash:unplug_short   10 unplugs at random moments; an entry set torn by
+                       the cut is soft here (see crashlib._FSCK_TORN: a
+                       cut between the two sector writes of a set that
+                       straddles sectors, about 1 run in 50), a failure
+                       in the long form
+
+Long forms and in-tree runs exist only when a filter asks for them (a
+filter containing "long" or "intree"), so make check never runs them:
+  tests/run-tests.sh crash:replay_long crash:unplug_long
+  tests/run-tests.sh crash:replay_short_intree crash:unplug_short_intree
+  tests/run-tests.sh crash:replay_long_intree crash:unplug_long_intree
+Long forms use a new base seed each run (printed, and saved with every
+result in $OUT/crash/NAME.json, with the operations, starting image and
+log of failing replays); set TEST_TIMEOUT (whole VM, seconds) high enough,
+e.g. TEST_TIMEOUT=20000.  One run can be repeated with
+  tools/vm/vm.sh --out DIR -- python3 -B tests/guest/crashlib.py \\
+      replay|unplug --driver ours|intree --seed S --cluster C --ops N \\
+      [--ko SNAPSHOT.ko]
+(--ko, or EXFAT2_KO for the runner, tests a copy of exfat2.ko while the
+repo's is being rebuilt.)
+"""
+
+import os
+import struct
+import sys
+import time
+
+import crashlib
+from lib import Image, fail, log, mount, sh, test
+from tree import write_file
+
+_FILTERS = [a for a in sys.argv[1:] if not a.startswith("-")]
+
+
+def _asked(word):
+    return any(word in a for a in _FILTERS)
+
+
+# (cluster, sector, operations) of each replay run; run i has seed base + i.
+REPLAY_SHORT = [(512, 512, 250), (4096, 512, 250)]
+REPLAY_LONG = [(512, 512, 700), (4096, 512, 700), (4096, 4096, 700),
+               (32768, 512, 700)]
+UNPLUG_OPS = 60
+
+
+def _finish(name, results):
+    crashlib.save(name, results)
+    text, hard = crashlib.summary(results)
+    log(text)
+    if hard:
+        fail(f"{hard} crash-consistency failures:\n{text}")
+
+
+def _replay(name, driver, runs, base_seed):
+    results = []
+    for i, (cluster, sector, nops) in enumerate(runs):
+        results.append(crashlib.replay_run(driver, base_seed + i, cluster,
+                                           nops, sector=sector))
+        crashlib.save(name, results)
+    _finish(name, results)
+
+
+def _unplug(name, driver, nruns, base_seed, soft_torn=False):
+    results = []
+    for i in range(nruns):
+        cluster = (512, 4096, 512, 4096, 32768)[i % 5]
+        sector = 4096 if i % 7 == 6 and cluster >= 4096 else 512
+        results.append(crashlib.unplug_run(driver, base_seed + i, cluster,
+                                           UNPLUG_OPS, sector=sector,
+                                           soft_torn=soft_torn))
+        crashlib.save(name, results)
+    _finish(name, results)
+
+
+_LONG_SEED = int(time.time()) % 100000 * 1000
+
+
+def _long_seed():
+    """A new base seed per VM run, the same for both drivers in one run."""
+    log(f"base seed {_LONG_SEED}")
+    return _LONG_SEED
+
+
+@test(timeout=1500, writes=False)
+def replay_short():
+    """Replay a seeded workload's dm-log-writes log to every flush point."""
+    _replay("replay_short", "ours", REPLAY_SHORT, 1)
+
+
+@test(timeout=900, writes=False)
+def unplug_short():
+    """Drop every write from a random moment of a workload; check."""
+    _unplug("unplug_short", "ours", 10, 1, soft_torn=True)
+
+
+if _asked("long"):
+    @test(timeout=30000, writes=False)
+    def replay_long():
+        _replay("replay_long", "ours", REPLAY_LONG, _long_seed())
+
+    @test(timeout=30000, writes=False)
+    def unplug_long():
+        _unplug("unplug_long", "ours", 100, _long_seed())
+
+if _asked("intree"):
+    @test(timeout=1500, writes=False)
+    def replay_short_intree():
+        _replay("replay_short_intree", "intree", REPLAY_SHORT, 1)
+
+    @test(timeout=900, writes=False)
+    def unplug_short_intree():
+        _unplug("unplug_short_intree", "intree", 10, 1, soft_torn=True)
+
+    if _asked("long"):
+        @test(timeout=30000, writes=False)
+        def replay_long_intree():
+            _replay("replay_long_intree", "intree", REPLAY_LONG,
+                    _long_seed())
+
+        @test(timeout=30000, writes=False)
+        def unplug_long_intree():
+            _unplug("unplug_long_intree", "intree", 100, _long_seed())
+
+
+# ------------------------------------------------ the fsck classifier
+
+def _geometry(dev):
+    with open(dev, "rb") as f:
+        b = f.read(512)
+    heap = struct.unpack_from("<I", b, 88)[0]
+    root = struct.unpack_from("<I", b, 96)[0]
+    bps = 1 << b[108]
+    spc = 1 << b[109]
+    count = struct.unpack_from("<I", b, 92)[0]
+    return heap * bps, bps * spc, root, count
+
+
+def _bitmap_offset(dev):
+    heap, csize, root, count = _geometry(dev)
+    _, d = _root_dir(dev)
+    for i in range(0, len(d), 32):
+        if d[i] == 0x81:
+            first = struct.unpack_from("<I", d, i + 20)[0]
+            return heap + (first - 2) * csize, count
+    fail("no allocation bitmap entry in the root directory")
+
+
+def _flip(dev, offset, mask, set_):
+    with open(dev, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([(b | mask) if set_ else (b & ~mask)]))
+
+
+def _root_dir(dev):
+    heap, csize, root, count = _geometry(dev)
+    off = heap + (root - 2) * csize
+    with open(dev, "rb") as f:
+        f.seek(off)
+        return off, f.read(csize)
+
+
+def _entry_set(dev, name):
+    """(device offset, bytes) of the entry set of root file `name`."""
+    off, d = _root_dir(dev)
+    for i in range(0, len(d), 32):
+        if d[i] != 0x85:
+            continue
+        sc, nlen = d[i + 1], d[i + 35]
+        units = b"".join(d[i + 64 + 32 * k + 2:i + 96 + 32 * k]
+                         for k in range(sc - 1))
+        if units[:2 * nlen].decode("utf-16-le") == name:
+            return off + i, bytearray(d[i:i + 32 * (sc + 1)])
+    fail(f"no entry set for {name}")
+
+
+def _set_checksum(b):
+    c = 0
+    for i, x in enumerate(b):
+        if i not in (2, 3):
+            c = ((c >> 1) | ((c & 1) << 15)) + x & 0xffff
+    return c
+
+
+def _set_size(dev, name, size):
+    off, es = _entry_set(dev, name)
+    struct.pack_into("<Q", es, 32 + 8, size)        # ValidDataLength
+    struct.pack_into("<Q", es, 32 + 24, size)       # DataLength
+    struct.pack_into("<H", es, 2, _set_checksum(es))
+    with open(dev, "r+b") as f:
+        f.seek(off)
+        f.write(es)
+    return es[33] & 2, struct.unpack_from("<I", es, 52)[0]
+
+
+def _bit(dev, cluster, set_):
+    bm, _ = _bitmap_offset(dev)
+    i = cluster - 2
+    _flip(dev, bm + i // 8, 1 << (i % 8), set_)
+
+
+def _verdict(dev, want_ok, what, wording=None):
+    ok, out = crashlib.fsck_verdict(dev)
+    log(f"{what}: {'pass' if ok else 'fail'}: {out}")
+    if ok != want_ok:
+        fail(f"{what}: judged {'benign' if ok else 'a failure'}:\n{out}")
+    if wording and wording not in out:
+        fail(f"{what}: expected '{wording}' in:\n{out}")
+
+
+@test(timeout=300, writes=False)
+def fsck_benign():
+    """The crash checker's fsck verdict on real images: VolumeDirty, a
+    leaked cluster (bitmap bit without owner) and a FAT chain longer than
+    its file pass; a file cluster marked free fails, also next to them."""
+    c = 4096
+    with Image(size_mb=16, cluster=c) as img:
+        with mount(img.dev, driver="intree") as mnt:
+            write_file(f"{mnt}/a", c, seed=1)
+            write_file(f"{mnt}/b", c, seed=2)
+            write_file(f"{mnt}/frag", c, seed=3)
+            os.unlink(f"{mnt}/b")
+            with open(f"{mnt}/a", "ab") as f:      # a: FAT chain, 4 clusters
+                f.write(bytes(3 * c))
+        sh(f"blockdev --flushbufs {img.dev}")
+        _verdict(img.dev, True, "fresh image")
+        # VolumeDirty (not covered by the boot checksum) and the last
+        # cluster marked used without an owner.
+        _flip(img.dev, 106, 2, True)
+        _, _, _, count = _geometry(img.dev)
+        _bit(img.dev, count + 1, True)
+        _verdict(img.dev, True, "dirty + leaked cluster")
+        # a's DataLength shortened by two clusters: its chain is longer.
+        nofat, _ = _set_size(img.dev, "a", 2 * c)
+        if nofat:
+            fail("a is contiguous; the test needs a FAT chain")
+        _verdict(img.dev, True, "FAT chain longer than the size",
+                 "benign")
+        # frag's cluster marked free: a real error, alone and next to the
+        # benign findings.
+        _, frag = _set_size(img.dev, "frag", c)     # (unchanged size)
+        _bit(img.dev, frag, False)
+        _verdict(img.dev, False, "+ a used cluster marked free",
+                 "marked as free")
+        _set_size(img.dev, "a", 4 * c)
+        _flip(img.dev, 106, 2, False)
+        _verdict(img.dev, False, "a used cluster marked free",
+                 "marked as free")
+        _bit(img.dev, frag, True)
+        _bit(img.dev, count + 1, False)
+        _verdict(img.dev, True, "restored")
