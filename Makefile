@@ -13,6 +13,9 @@
 #   make debug-test [T=...]  the KUnit suites and the debug pass only
 #   make kunit           the KUnit suites under the debug kernel
 #   make bench [QUICK=1] benchmarks against the in-tree driver (BENCHMARKS.md)
+#   make patches         the upstream patch series (scripts/mkpatches.sh),
+#                        applied to a fresh linux-source-6.12 tree, each
+#                        patch built with W=1 and checkpatch'ed
 #   make lint            checkpatch.pl --strict on the C sources
 #   make sparse          sparse (C=2) on exfat2, fails on its warnings
 #   make run             mount an image with exfat2 in a VM:
@@ -43,7 +46,7 @@ TOOLS := tests/tools/fsx-lite
 TEST_ARGS = $(if $(KERNEL),--kernel $(KERNEL)) --kdir $(KDIR) $(T)
 
 .PHONY: all setup build build-strict lint sparse test check run clean kdir _lint _sparse _test \
-	debug-test kunit bench _check
+	debug-test kunit bench patches _check
 
 # Each public target first runs setup, then a sub-make, so that KVER is
 # discovered after any missing package was installed.
@@ -62,6 +65,9 @@ debug-test: setup
 
 kunit: setup
 	@tests/kunit.sh
+
+patches: setup
+	@tests/patches.sh
 
 bench: setup
 	@$(MAKE) build
