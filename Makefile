@@ -13,6 +13,8 @@
 #   make debug-test [T=...]  the KUnit suites and the debug pass only
 #   make kunit           the KUnit suites under the debug kernel
 #   make bench [QUICK=1] benchmarks against the in-tree driver (BENCHMARKS.md)
+#   make fuzz [N=1000] [START=1]  N corrupted images (tests/guest/corrupt.py)
+#                        mounted and used in one VM (tests/guest/fuzz.py)
 #   make patches         the upstream patch series (scripts/mkpatches.sh),
 #                        applied to a fresh linux-source-6.12 tree, each
 #                        patch built with W=1 and checkpatch'ed
@@ -46,7 +48,7 @@ TOOLS := tests/tools/fsx-lite
 TEST_ARGS = $(if $(KERNEL),--kernel $(KERNEL)) --kdir $(KDIR) $(T)
 
 .PHONY: all setup build build-strict lint sparse test check run clean kdir _lint _sparse _test \
-	debug-test kunit bench patches _check
+	debug-test kunit bench patches fuzz _check
 
 # Each public target first runs setup, then a sub-make, so that KVER is
 # discovered after any missing package was installed.
@@ -68,6 +70,18 @@ kunit: setup
 
 patches: setup
 	@tests/patches.sh
+
+N ?= 1000
+START ?= 1
+FUZZ_OUT := $(CACHE)/fuzz
+fuzz: setup
+	@$(MAKE) build
+	@rm -rf $(FUZZ_OUT) && mkdir -p $(FUZZ_OUT)
+	@rc=0; tools/vm/vm.sh --out $(FUZZ_OUT) $(if $(KERNEL),--kernel $(KERNEL)) \
+		--timeout $$(( $(N) * 5 + 600 )) -- \
+		python3 -B tests/guest/fuzz.py --start $(START) --count $(N) -q || rc=$$?; \
+		cat $(FUZZ_OUT)/fuzz/summary.txt 2>/dev/null; \
+		echo "fuzz: images and logs of problem seeds in $(FUZZ_OUT)/fuzz"; exit $$rc
 
 bench: setup
 	@$(MAKE) build

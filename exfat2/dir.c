@@ -146,6 +146,7 @@ const struct file_operations exfat_dir_operations = {
 	.llseek		= generic_file_llseek,
 	.read		= generic_read_dir,
 	.iterate_shared	= exfat_readdir,
+	.fsync		= exfat_file_fsync,
 	.unlocked_ioctl	= exfat_ioctl,
 #ifdef CONFIG_COMPAT
 	.compat_ioctl	= exfat_compat_ioctl,

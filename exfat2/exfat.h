@@ -453,6 +453,7 @@ int exfat_local_offset(struct super_block *sb);
 extern const struct file_operations exfat_file_operations;
 extern const struct address_space_operations exfat_aops;
 int exfat_truncate(struct inode *inode, loff_t size);
+int exfat_file_fsync(struct file *file, loff_t start, loff_t end, int datasync);
 void exfat_ioend_work(struct work_struct *work);
 int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
 		 u64 start, u64 len);

@@ -634,8 +634,7 @@ static const struct vm_operations_struct exfat_file_vm_ops = {
 	.page_mkwrite	= exfat_page_mkwrite,
 };
 
-static int exfat_file_fsync(struct file *file, loff_t start, loff_t end,
-			    int datasync)
+int exfat_file_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	struct inode *inode = file_inode(file);
 	struct super_block *sb = inode->i_sb;

@@ -185,9 +185,23 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 			eidx++;
 			continue;
 		}
+		/*
+		 * Go on where readdir does: a damaged set ends at the first
+		 * File or end-of-directory entry its SecondaryCount covers.
+		 */
 		sc = de->file.secondary_count;
-		eidx += sc + 1;
-		if (sc < EXFAT_FILE_MIN_SECONDARY)
+		for (i = 1; i <= sc && primary + i < nr; i++) {
+			de = exfat_dir_iter_get(&it, primary + i);
+			if (IS_ERR(de) || de->generic.type == EXFAT_TYPE_FILE ||
+			    de->generic.type == EXFAT_TYPE_EOD)
+				break;
+		}
+		if (IS_ERR(de)) {
+			err = PTR_ERR(de);
+			break;
+		}
+		eidx = primary + i;
+		if (i <= sc || sc < EXFAT_FILE_MIN_SECONDARY)
 			continue;
 
 		de = exfat_dir_iter_get(&it, primary + 1);

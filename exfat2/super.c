@@ -549,7 +549,7 @@ static int exfat_read_boot(struct super_block *sb,
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	unsigned int min_shift, shift;
-	const char *why, *bwhy = NULL;
+	const char *why, *bwhy = NULL, *r;
 	bool named_exfat;
 	int err = 0;
 
@@ -577,10 +577,10 @@ static int exfat_read_boot(struct super_block *sb,
 	     shift <= EXFAT_MAX_SECTOR_SHIFT; shift++) {
 		if (!sb_set_blocksize(sb, 1U << min_shift))
 			break;
-		bwhy = exfat_try_boot_region(sb,
-					     (u64)EXFAT_BACKUP_BOOT_SECTOR << shift,
-					     shift, bs, &err);
-		if (!bwhy) {
+		r = exfat_try_boot_region(sb,
+					  (u64)EXFAT_BACKUP_BOOT_SECTOR << shift,
+					  shift, bs, &err);
+		if (!r) {
 			exfat_warn(sb, "main boot region is bad (%s); mounting from the backup boot region, read-only; run fsck.exfat",
 				   why);
 			sbi->boot_sector = EXFAT_BACKUP_BOOT_SECTOR;
@@ -589,6 +589,9 @@ static int exfat_read_boot(struct super_block *sb,
 		}
 		if (err)
 			return err;
+		/* report what is wrong at the sector size it claims */
+		if (!bwhy || bs->sector_shift == shift)
+			bwhy = r;
 	}
 	if (named_exfat)
 		exfat_err(sb, "invalid exFAT volume: bad %s (backup boot region: bad %s)",
