@@ -80,8 +80,24 @@ static int exfat_dir_iter_map(struct exfat_dir_iter *it, u32 fclu, u32 *clu)
 	u32 len;
 	int err;
 
-	if (it->dir)
-		return exfat_map_cluster(it->dir, fclu, clu, &len);
+	if (it->dir) {
+		/*
+		 * Map a run once, not every entry: a directory's clusters
+		 * are only ever added, so the run stays valid while the
+		 * iterator lives.
+		 */
+		if (fclu - it->run_fclu < it->run_len) {
+			*clu = it->run_clu + (fclu - it->run_fclu);
+			return 0;
+		}
+		err = exfat_map_cluster(it->dir, fclu, clu, &len);
+		if (!err) {
+			it->run_fclu = fclu;
+			it->run_clu = *clu;
+			it->run_len = len;
+		}
+		return err;
+	}
 
 	if (fclu >= exfat_max_dir_clus(sbi))
 		return -EFSCORRUPTED;

@@ -196,6 +196,13 @@ struct exfat_inode_info {
 	u32		alloc_clus;	/* clusters in the chain */
 	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
 	loff_t		disk_valid;	/* ValidDataLength last written to disk */
+	/*
+	 * Directories: where the next lookup starts, just after the last set
+	 * found, so that names looked up in directory order (ls -l, find,
+	 * cp -r) cost a few entries each, not a scan from the start.  Only
+	 * a hint: read and written with READ/WRITE_ONCE, checked by use.
+	 */
+	u32		find_hint;
 
 	/* completed writeback, handled in process context; see file.c */
 	spinlock_t	ioend_lock;
@@ -393,6 +400,9 @@ struct exfat_dir_iter {
 	int		err;		/* first write error */
 	u32		walk_fclu;	/* FAT walk position: file cluster */
 	u32		walk_clu;	/* ... and its disk cluster */
+	u32		run_fclu;	/* with dir: last run mapped, */
+	u32		run_clu;	/* its first disk cluster */
+	u32		run_len;	/* and length (0: none) */
 	struct buffer_head *bh;		/* sector last returned from */
 	sector_t	sect;
 };

@@ -155,32 +155,46 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 					  unsigned int len, u16 hash)
 {
 	const struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(dir);
 	struct exfat_entry_set *es = NULL;
 	const union exfat_dentry *de;
 	struct exfat_dir_iter it;
 	u32 eidx, nr = exfat_dir_entries(dir);
+	u32 start = min(READ_ONCE(ei->find_hint), nr), end = nr;
+	bool wrapped = false;
 	__le16 *cand;
 	int err = 0;
 
-	if (!EXFAT_I(dir)->start_clu)
+	if (!ei->start_clu)
 		return NULL;
 	cand = kmalloc_array(EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY,
 			     sizeof(*cand), GFP_NOFS);
 	if (!cand)
 		return ERR_PTR(-ENOMEM);
 
+	/* from the hint to the end, then from the start to the hint */
 	exfat_dir_iter_init(&it, dir);
-	for (eidx = 0; eidx < nr; ) {
+	for (eidx = start; ; ) {
 		unsigned int sc, i, got;
 		u32 primary = eidx;
 
+		if (eidx >= end) {
+			if (wrapped || !start)
+				break;
+			wrapped = true;
+			eidx = 0;
+			end = start;
+			continue;
+		}
 		de = exfat_dir_iter_get(&it, eidx);
 		if (IS_ERR(de)) {
 			err = PTR_ERR(de);
 			break;
 		}
-		if (de->generic.type == EXFAT_TYPE_EOD)
-			break;
+		if (de->generic.type == EXFAT_TYPE_EOD) {
+			eidx = end;
+			continue;
+		}
 		if (de->generic.type != EXFAT_TYPE_FILE) {
 			eidx++;
 			continue;
@@ -233,7 +247,11 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 	}
 	exfat_dir_iter_release(&it);
 	kfree(cand);
-	return err ? ERR_PTR(err) : es;
+	if (err)
+		return ERR_PTR(err);
+	if (es)
+		WRITE_ONCE(ei->find_hint, es->eidx + es->nr);
+	return es;
 }
 
 /*
