@@ -390,11 +390,14 @@ int exfat_commit_frees(struct super_block *sb)
 	LIST_HEAD(batch);
 	int err;
 
+	mutex_lock(&sbi->commit_lock);
 	mutex_lock(&sbi->alloc_lock);
 	list_splice_init(&sbi->pending_frees, &batch);
 	mutex_unlock(&sbi->alloc_lock);
-	if (list_empty(&batch))
+	if (list_empty(&batch)) {
+		mutex_unlock(&sbi->commit_lock);
 		return 0;
+	}
 
 	err = sync_blockdev(sb->s_bdev);
 	if (!err)
@@ -416,6 +419,7 @@ int exfat_commit_frees(struct super_block *sb)
 		kfree(pf);
 	}
 	mutex_unlock(&sbi->alloc_lock);
+	mutex_unlock(&sbi->commit_lock);
 	return err;
 }
 

@@ -128,6 +128,12 @@ struct exfat_sb_info {
 
 	/* alloc_sync_lock serialises syncs of the FAT and bitmap */
 	struct mutex	alloc_sync_lock;
+	/*
+	 * commit_lock serialises exfat_commit_frees(), so that an allocation
+	 * short of space waits for a commit already under way instead of
+	 * failing while its clusters are in flight; taken outside alloc_lock.
+	 */
+	struct mutex	commit_lock;
 	u64		alloc_synced;	/* alloc_seq durable on disk */
 
 	/* Up-case table: 65536 entries, immutable after mount. */

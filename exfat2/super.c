@@ -929,6 +929,7 @@ static int exfat_init_fs_context(struct fs_context *fc)
 	mutex_init(&sbi->label_lock);
 	mutex_init(&sbi->vol_lock);
 	mutex_init(&sbi->alloc_sync_lock);
+	mutex_init(&sbi->commit_lock);
 	for (i = 0; i < EXFAT_SET_LOCKS; i++)
 		init_rwsem(&sbi->set_locks[i]);
 	INIT_LIST_HEAD(&sbi->pending_frees);
