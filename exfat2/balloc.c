@@ -519,8 +519,10 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 /*
  * Free what a secondary entry other than Stream allocates (a Vendor
  * Allocation entry, §7.9, or any secondary with AllocationPossible set,
- * §6.4.1), once the set holding it is deleted.  Clusters are checked as
- * they are walked; on corruption the rest is left allocated (leaked, which
+ * §6.4.1), once the set holding it is deleted.  A FAT chain is first
+ * counted with the bounded walk, so that a loop is refused before any
+ * cluster is freed twice; clusters are then checked as they are freed,
+ * in runs.  On corruption the rest is left allocated (leaked, which
  * fsck.exfat repairs) and reported.
  */
 void exfat_free_secondary_alloc(struct super_block *sb,
@@ -528,10 +530,11 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	const struct exfat_dentry_generic *g = &de->generic;
+	bool nofat = g->byte1 & EXFAT_FLAG_NO_FAT_CHAIN;
 	struct exfat_fat_cursor cur = {};
 	u32 clu = le32_to_cpu(g->first_cluster);
 	u64 len = le64_to_cpu(g->data_length);
-	u32 n, i, next;
+	u32 n, i, next, run_start = 0, run_len = 0;
 
 	if (!(g->byte1 & EXFAT_FLAG_ALLOC_POSSIBLE) || !clu || !len)
 		return;
@@ -541,6 +544,9 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 		return;
 	}
 	n = DIV_ROUND_UP_ULL(len, sbi->clu_size);
+	if (!nofat && (!exfat_clu_valid(sbi, clu) ||
+		       exfat_count_chain(sb, clu, n, &i)))
+		return;
 
 	mutex_lock(&sbi->alloc_lock);
 	exfat_set_vol_dirty(sb);
@@ -550,10 +556,17 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 				       g->type, clu);
 			break;
 		}
-		exfat_free_run(sb, clu, 1);
+		if (run_len && clu == run_start + run_len) {
+			run_len++;
+		} else {
+			if (run_len)
+				exfat_free_run(sb, run_start, run_len);
+			run_start = clu;
+			run_len = 1;
+		}
 		if (i + 1 == n)
 			break;
-		if (g->byte1 & EXFAT_FLAG_NO_FAT_CHAIN) {
+		if (nofat) {
 			clu++;
 			continue;
 		}
@@ -566,6 +579,8 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 		}
 		clu = next;
 	}
+	if (run_len)
+		exfat_free_run(sb, run_start, run_len);
 	mutex_unlock(&sbi->alloc_lock);
 	exfat_fat_cursor_release(&cur);
 }
