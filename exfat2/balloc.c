@@ -7,6 +7,7 @@
 #include <linux/bitops.h>
 #include <linux/unaligned.h>
 #include <linux/blkdev.h>
+#include <linux/sort.h>
 #include "exfat.h"
 
 static unsigned int exfat_bitmap_bits_per_bh(const struct exfat_sb_info *sbi)
@@ -83,6 +84,7 @@ int exfat_load_bitmap(struct super_block *sb, u32 clu, u64 len)
 		sbi->bitmap_bh[i] = bh;
 	}
 	sbi->bitmap_clu = clu;
+	sbi->bitmap_clus = nr_clu;
 
 	/* The bitmap's own clusters must be marked in use (CVE-2025-40307). */
 	for (c = clu; c < clu + nr_clu; c++) {
@@ -123,6 +125,60 @@ bool exfat_clu_in_use(struct super_block *sb, u32 clu)
 
 	return test_bit_le(bit % per_bh,
 			   exfat_sector_data(sbi->bitmap_bh[bit / per_bh]));
+}
+
+/* The first cluster of [clu, clu + len) marked free, or 0 if none. */
+static u32 exfat_first_free_in(struct super_block *sb, u32 clu, u32 len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	unsigned int per_bh = exfat_bitmap_bits_per_bh(sbi);
+	u32 bit = clu - EXFAT_FIRST_CLUSTER, end = bit + len;
+
+	while (bit < end) {
+		unsigned int off = bit % per_bh;
+		unsigned int lim = min_t(u32, per_bh, off + (end - bit));
+		unsigned int z;
+
+		z = find_next_zero_bit_le(exfat_sector_data(sbi->bitmap_bh[bit / per_bh]),
+					  lim, off);
+		if (z < lim)
+			return bit - off + z + EXFAT_FIRST_CLUSTER;
+		bit += lim - off;
+	}
+	return 0;
+}
+
+static bool exfat_runs_overlap(u32 a, u32 alen, u32 b, u32 blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/**
+ * exfat_check_run - whether a run of a file's clusters may be its own
+ * @sb: the volume
+ * @clu: first cluster, range-checked by the caller
+ * @len: number of clusters, within the heap
+ * @free: set to the first cluster the bitmap says is free, or 0
+ *
+ * Clusters of the allocation bitmap or the up-case table never belong to
+ * a file or directory: writing them through one would destroy the volume.
+ * Return: NULL, or what is wrong.  A cluster marked free is not an error
+ * here: it is reported through @free and the caller decides.
+ */
+const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
+			    u32 *free)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	*free = 0;
+	if (!sbi->bitmap_bh)	/* the root, read to find the bitmap */
+		return NULL;
+	if (exfat_runs_overlap(clu, len, sbi->bitmap_clu, sbi->bitmap_clus))
+		return "cluster of the allocation bitmap";
+	if (exfat_runs_overlap(clu, len, sbi->upcase_clu, sbi->upcase_clus))
+		return "cluster of the up-case table";
+	*free = exfat_first_free_in(sb, clu, len);
+	return NULL;
 }
 
 /*
@@ -198,6 +254,94 @@ static void exfat_bitmap_set_range(struct super_block *sb, u32 clu, u32 len,
 			last = bh;
 		}
 	}
+}
+
+/*
+ * A file's chain uses clusters the bitmap says are free (a crash of a
+ * writer that did not order its writes, or corruption): mark them in use
+ * so that they are not handed to another file.  fsck.exfat would do the
+ * same.  Nothing is changed on a read-only mount, which allocates nothing.
+ */
+void exfat_claim_run(struct inode *inode, u32 clu, u32 len)
+{
+	struct super_block *sb = inode->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	bool ro = sb_rdonly(sb);
+	u32 c, n = 0;
+
+	mutex_lock(&sbi->alloc_lock);
+	for (c = clu; c < clu + len; c++) {
+		if (exfat_clu_in_use(sb, c))
+			continue;
+		if (!ro) {
+			exfat_set_vol_dirty(sb);
+			exfat_bitmap_set_range(sb, c, 1, true);
+		}
+		n++;
+	}
+	if (!ro)
+		sbi->free_clusters -= min(n, sbi->free_clusters);
+	mutex_unlock(&sbi->alloc_lock);
+	exfat_warn_ratelimited(sb, "inode %lu: %u cluster(s) of its chain, the first %u, marked free in the allocation bitmap%s",
+			       inode->i_ino, n, clu,
+			       ro ? "" : "; now marked in use");
+}
+
+static int exfat_cmp_extent_clu(const void *a, const void *b)
+{
+	const struct exfat_extent *x = a, *y = b;
+
+	return x->clu < y->clu ? -1 : x->clu > y->clu;
+}
+
+/*
+ * Before any cluster of inode beyond keep is freed: every one must be in
+ * use, none a system cluster, none twice (a chain that loops back into
+ * itself within its length).  Freeing such a chain would release clusters
+ * of the bitmap or of other files to the allocator.
+ */
+static const char *exfat_check_free(struct inode *inode, u32 keep)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	struct exfat_extent *runs;
+	const char *why = NULL;
+	unsigned int i, nr = 0;
+	u32 free;
+
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
+		why = exfat_check_run(inode->i_sb, ei->start_clu + keep,
+				      ei->alloc_clus - keep, &free);
+		return why ?: free ? "cluster marked free in the allocation bitmap" : NULL;
+	}
+	runs = kvmalloc_array(ei->nr_ext, sizeof(*runs), GFP_NOFS);
+	if (!runs)
+		return NULL;	/* the checks are a safety net, not a must */
+	for (i = 0; i < ei->nr_ext; i++) {
+		const struct exfat_extent *ext = &ei->ext[i];
+		u32 from = max(ext->fclu, keep);
+
+		if (ext->fclu + ext->len <= keep)
+			continue;
+		runs[nr].clu = ext->clu + (from - ext->fclu);
+		runs[nr].len = ext->fclu + ext->len - from;
+		why = exfat_check_run(inode->i_sb, runs[nr].clu, runs[nr].len,
+				      &free);
+		if (!why && free)
+			why = "cluster marked free in the allocation bitmap";
+		if (why)
+			goto out;
+		nr++;
+	}
+	sort(runs, nr, sizeof(*runs), exfat_cmp_extent_clu, NULL);
+	for (i = 1; i < nr; i++) {
+		if (runs[i - 1].clu + runs[i - 1].len > runs[i].clu) {
+			why = "cluster chain uses a cluster twice";
+			break;
+		}
+	}
+out:
+	kvfree(runs);
+	return why;
 }
 
 /* Write the FAT links of a run: clu -> clu + 1 -> ... -> next. */
@@ -471,6 +615,7 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	struct exfat_fat_cursor cur = {};
+	const char *why;
 	int err = 0;
 
 	lockdep_assert_held_write(&ei->map_lock);
@@ -483,9 +628,18 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 			return err;
 	}
 
+	why = exfat_check_free(inode, keep);
+	if (why) {
+		exfat_fs_error(sb, "inode %lu: clusters not freed, left allocated (%s)",
+			       inode->i_ino, why);
+		err = -EFSCORRUPTED;
+	}
+
 	mutex_lock(&sbi->alloc_lock);
 	exfat_set_vol_dirty(sb);
-	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
+	if (why) {
+		/* leaked: only cut the chain, below */
+	} else if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
 		exfat_free_run(sb, ei->start_clu + keep, ei->alloc_clus - keep);
 	} else {
 		int i;
@@ -499,10 +653,13 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 			exfat_free_run(sb, ext->clu + (from - ext->fclu),
 				       ext->fclu + ext->len - from);
 		}
-		if (keep)
-			err = exfat_fat_set(sb, &cur,
-					    exfat_map_cached(inode, keep - 1),
-					    EXFAT_FAT_EOC);
+	}
+	if (keep && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)) {
+		int err2 = exfat_fat_set(sb, &cur,
+					 exfat_map_cached(inode, keep - 1),
+					 EXFAT_FAT_EOC);
+
+		err = err ?: err2;
 	}
 	mutex_unlock(&sbi->alloc_lock);
 	exfat_fat_cursor_release(&cur);

@@ -120,6 +120,7 @@ struct exfat_sb_info {
 	struct buffer_head **bitmap_bh;
 	unsigned int	bitmap_nr_bh;
 	u32		bitmap_clu;	/* first cluster of the bitmap */
+	u32		bitmap_clus;	/* its length in clusters */
 	u32		free_clusters;
 	u32		alloc_hint;	/* where the next search starts */
 	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
@@ -140,6 +141,7 @@ struct exfat_sb_info {
 	u16		*upcase;
 	u32		upcase_clu;
 	u64		upcase_len;
+	u32		upcase_clus;	/* clusters from upcase_clu it holds */
 	bool		upcase_builtin;	/* on-disk table unusable */
 
 	u8		vol_guid[16];	/* §7.5, when has_guid */
@@ -290,11 +292,14 @@ void __exfat_msg(struct super_block *sb, const char *fmt, ...);
 	__exfat_msg(sb, KERN_WARNING fmt, ##__VA_ARGS__)
 #define exfat_info(sb, fmt, ...)					\
 	__exfat_msg(sb, KERN_INFO fmt, ##__VA_ARGS__)
+__printf(2, 3) __cold
+void exfat_warn_ratelimited(struct super_block *sb, const char *fmt, ...);
 
 /*
  * Report corruption found on disk: a rate-limited message, then the
  * errors= policy.  Callers return -EFSCORRUPTED.
  */
+void exfat_handle_error(struct super_block *sb);
 __printf(2, 3) __cold
 void exfat_fs_error(struct super_block *sb, const char *fmt, ...);
 
@@ -352,6 +357,9 @@ int exfat_count_chain(struct super_block *sb, u32 start, u32 limit,
 int exfat_load_bitmap(struct super_block *sb, u32 clu, u64 len);
 void exfat_free_bitmap(struct super_block *sb);
 bool exfat_clu_in_use(struct super_block *sb, u32 clu);
+const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
+			    u32 *free);
+void exfat_claim_run(struct inode *inode, u32 clu, u32 len);
 int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero);
 int exfat_commit_frees(struct super_block *sb);
 void exfat_drop_pending_frees(struct super_block *sb);
@@ -385,6 +393,8 @@ bool exfat_name_valid(const u16 *uni, unsigned int len);
 unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len);
 
 /* map.c */
+int exfat_check_chain_run(struct inode *inode, u32 clu, u32 len);
+int exfat_map_prefill(struct inode *inode, u32 fclu);
 int exfat_map_cluster(struct inode *inode, u32 fclu, u32 *clu, u32 *len);
 int exfat_map_cluster_locked(struct inode *inode, u32 fclu, u32 *clu,
 			     u32 *len);

@@ -683,8 +683,18 @@ static ssize_t exfat_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
 		return -EIO;
-	if (!(iocb->ki_flags & IOCB_DIRECT))
+	if (!(iocb->ki_flags & IOCB_DIRECT)) {
+		loff_t size = i_size_read(inode);
+		u64 last = min_t(u64, size, iocb->ki_pos + iov_iter_count(to));
+
+		if (iocb->ki_pos < size && iov_iter_count(to)) {
+			ret = exfat_map_prefill(inode, (last - 1) >>
+						EXFAT_SB(inode->i_sb)->clu_shift);
+			if (ret)
+				return ret;
+		}
 		return generic_file_read_iter(iocb, to);
+	}
 
 	if (!iov_iter_count(to))
 		return 0;

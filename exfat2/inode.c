@@ -145,6 +145,14 @@ static int exfat_fill_inode(struct inode *inode, u8 dir_flags,
 	inode->i_gid = sbi->opts.fs_gid;
 	inode->i_mode = exfat_make_mode(sbi, attr);
 	exfat_fill_times(inode, fe);
+	/* a FAT chain is checked as it is walked (map.c) */
+	if (ei->alloc_clus) {
+		err = exfat_check_chain_run(inode, ei->start_clu,
+					    ei->flags & EXFAT_FLAG_NO_FAT_CHAIN ?
+					    ei->alloc_clus : 1);
+		if (err)
+			return err;
+	}
 
 	if (is_dir) {
 		inode->i_op = &exfat_dir_inode_operations;

@@ -55,6 +55,32 @@ static int exfat_add_extent(struct exfat_inode_info *ei, u32 clu, u32 len)
 	return 0;
 }
 
+/**
+ * exfat_check_chain_run - check clusters of an inode's chain before use
+ * @inode: file or directory
+ * @clu: first cluster of the run, range-checked
+ * @len: its length, within the heap
+ *
+ * A run holding clusters of the bitmap or the up-case table is corrupt:
+ * -EFSCORRUPTED.  Clusters the bitmap says are free are claimed (see
+ * exfat_claim_run()) so that no other file is given them.
+ */
+int exfat_check_chain_run(struct inode *inode, u32 clu, u32 len)
+{
+	const char *why;
+	u32 free;
+
+	why = exfat_check_run(inode->i_sb, clu, len, &free);
+	if (why) {
+		exfat_fs_error(inode->i_sb, "inode %lu: its chain holds a %s (from cluster %u)",
+			       inode->i_ino, why, clu);
+		return -EFSCORRUPTED;
+	}
+	if (free)
+		exfat_claim_run(inode, free, clu + len - free);
+	return 0;
+}
+
 /*
  * Extend the extent cache so that it covers file cluster fclu and the
  * rest of the run that contains it.  Called with map_lock held exclusive.
@@ -72,7 +98,8 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 		return 0;
 
 	if (!ei->nr_ext) {
-		err = exfat_add_extent(ei, ei->start_clu, 1);
+		err = exfat_check_chain_run(inode, ei->start_clu, 1) ?:
+		      exfat_add_extent(ei, ei->start_clu, 1);
 		if (err)
 			return err;
 	}
@@ -90,7 +117,8 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 		/* stop at the end of the run that holds fclu */
 		if (ei->ext_fclus > fclu && next != clu + 1)
 			break;
-		err = exfat_add_extent(ei, next, 1);
+		err = exfat_check_chain_run(inode, next, 1) ?:
+		      exfat_add_extent(ei, next, 1);
 		if (err)
 			break;
 		clu = next;
@@ -176,6 +204,30 @@ int exfat_map_cluster_locked(struct inode *inode, u32 fclu, u32 *clu,
 	*clu = ext->clu + (fclu - ext->fclu);
 	*len = ext->len - (fclu - ext->fclu);
 	return 0;
+}
+
+/*
+ * Walk the chain up to file cluster fclu now, before a buffered read, so
+ * that a corrupt chain fails the read with -EFSCORRUPTED: from inside
+ * readahead every error becomes -EIO.
+ */
+int exfat_map_prefill(struct inode *inode, u32 fclu)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	bool cached;
+	int err = 0;
+
+	down_read(&ei->map_lock);
+	cached = ei->flags & EXFAT_FLAG_NO_FAT_CHAIN ||
+		 fclu >= ei->alloc_clus || exfat_find_extent(ei, fclu);
+	up_read(&ei->map_lock);
+	if (cached)
+		return 0;
+	down_write(&ei->map_lock);
+	if (!(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) && fclu < ei->alloc_clus)
+		err = exfat_fill_extents(inode, fclu, ei->alloc_clus);
+	up_write(&ei->map_lock);
+	return err;
 }
 
 /* Disk cluster of a file cluster the extent cache is known to cover. */

@@ -49,6 +49,21 @@ void __exfat_msg(struct super_block *sb, const char *fmt, ...)
 	va_end(args);
 }
 
+/* A warning under the same rate limit as corruption reports. */
+void exfat_warn_ratelimited(struct super_block *sb, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	if (!__ratelimit(&EXFAT_SB(sb)->msg_ratelimit))
+		return;
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	exfat_warn(sb, "%pV", &vaf);
+	va_end(args);
+}
+
 void exfat_set_ro(struct super_block *sb)
 {
 	if (sb_rdonly(sb))
@@ -700,9 +715,20 @@ static int exfat_scan_root(struct super_block *sb, struct inode *root)
 	if (!have_upcase) {
 		exfat_warn(sb, "no up-case table; using the built-in one, read-only");
 		sbi->upcase_builtin = true;
-		return exfat_load_upcase(sb, 0, 0, 0);
+		err = exfat_load_upcase(sb, 0, 0, 0);
+	} else {
+		err = exfat_load_upcase(sb, upcase_clu, upcase_len, upcase_csum);
 	}
-	return exfat_load_upcase(sb, upcase_clu, upcase_len, upcase_csum);
+	if (err)
+		return err;
+
+	/* the root's clusters read so far, checked now that it can be */
+	down_write(&EXFAT_I(root)->map_lock);
+	for (i = 0; i < EXFAT_I(root)->nr_ext && !err; i++)
+		err = exfat_check_chain_run(root, EXFAT_I(root)->ext[i].clu,
+					    EXFAT_I(root)->ext[i].len);
+	up_write(&EXFAT_I(root)->map_lock);
+	return err;
 }
 
 static int exfat_read_root(struct super_block *sb, struct inode **rootp)

@@ -77,6 +77,11 @@ int exfat_load_upcase(struct super_block *sb, u32 clu, u64 len, u32 csum)
 
 	sbi->upcase_clu = clu;
 	sbi->upcase_len = len;
+	sbi->upcase_clus = 0;
+	if (exfat_clu_valid(sbi, clu) && len && len <= EXFAT_UPCASE_MAX_BYTES)
+		sbi->upcase_clus = min_t(u64, exfat_bytes_to_clus(sbi, len),
+					 sbi->clu_count -
+					 (clu - EXFAT_FIRST_CLUSTER));
 	sbi->upcase_builtin = false;
 	sbi->upcase = kvmalloc_array(EXFAT_UPCASE_ENTRIES, sizeof(u16),
 				     GFP_KERNEL);

@@ -21,11 +21,15 @@ Reproduce a seed on the host: tests/guest/corrupt.py --seed N -o N.img
 problem seed is also kept in the run's output directory, under hostile/.
 """
 
+import errno
 import os
 
 import fuzz
 import lib
-from lib import OUT, fail, test
+import rawfs
+from lib import (OUT, Image, assert_eq, assert_true, expect_errno, fail,
+                 mount, sh, test)
+from tree import pattern, write_file
 
 SEEDS = range(1, 151)       # about 0.8 s each under TCG: 2-3 minutes
 TIMEOUT = 900
@@ -54,3 +58,161 @@ def small_batch():
     """40 more images (seeds 151-190), the batch the debug pass runs under
     KASAN and kmemleak, where 150 would take too long."""
     _run(range(151, 191), 300)
+
+
+# Targeted chain-versus-bitmap cases: what the batch found making corrupt
+# volumes worse (seeds 2006, 2010, 2195, 5684 of tests/guest/corrupt.py).
+CLU = 4096
+
+
+def _files(mnt, n=3, nclu=4):
+    """n files of nclu clusters each, written whole: each is contiguous
+    (NoFatChain) on a fresh volume."""
+    for i in range(n):
+        write_file(f"{mnt}/f{i}", nclu * CLU, seed=i)
+
+
+def _to_fat_chain(v, name):
+    """Turn a NoFatChain file into the same clusters linked in the FAT;
+    returns its clusters."""
+    s, parent = v.lookup(name)
+    flags, first, _, size = s.stream
+    clus = v.chain(first, True, -(-size // v.clu))
+    for a, b in zip(clus, clus[1:] + [rawfs.EOC]):
+        v.set_fat(a, b)
+    st = bytearray(s.entries[1])
+    st[1] &= ~2
+    v.write_set(parent, s.eidx, [s.entries[0], bytes(st)] + s.entries[2:])
+    return clus
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _dmesg_has(text):
+    return text in sh("dmesg").stdout
+
+
+@test(timeout=300, writes=False)
+def used_clusters_marked_free_are_claimed():
+    """A file whose clusters the bitmap says are free (contiguous, and FAT
+    chained) reads whole; the clusters are marked in use again instead of
+    being handed to the next file written, even when the volume is
+    filled; afterwards fsck.exfat finds the volume clean."""
+    with Image(size_mb=16, cluster=CLU, fsck=False) as img:
+        with mount(img.dev) as mnt:
+            _files(mnt)
+        v = rawfs.Volume(img.dev)
+        try:
+            chained = _to_fat_chain(v, "f1")
+            contig = v.chain(v.lookup("f0")[0].stream[1], True, 4)
+            for c in (contig[1], contig[2], chained[0], chained[3]):
+                v.set_in_use(c, False)
+        finally:
+            v.close()
+        p = sh(f"fsck.exfat -n {img.dev}", check=False)
+        assert_true(p.returncode != 0, "fsck sees the damage first")
+        with mount(img.dev) as mnt:
+            for i in range(3):
+                assert_eq(_read(f"{mnt}/f{i}"), pattern(4 * CLU, i),
+                          f"f{i} reads whole")
+            n = 0
+            try:
+                while True:
+                    write_file(f"{mnt}/fill{n}", 256 << 10, seed=100 + n)
+                    n += 1
+            except OSError as e:
+                assert_eq(e.errno, errno.ENOSPC, "filling ends with ENOSPC")
+            for i in range(n):
+                os.unlink(f"{mnt}/fill{i}")
+        assert_true(_dmesg_has("marked free in the allocation bitmap; "
+                               "now marked in use"), "the claim is reported")
+        with mount(img.dev, opts="ro") as mnt:
+            for i in range(3):
+                assert_eq(_read(f"{mnt}/f{i}"), pattern(4 * CLU, i),
+                          f"f{i} intact after the volume was filled")
+        lib.fsck_clean(img.dev)
+
+
+@test(timeout=300, writes=False)
+def chains_into_system_clusters_refused():
+    """A FAT chain that runs into the allocation bitmap, and a contiguous
+    file starting on the up-case table: reading them is EUCLEAN; deleting
+    them frees nothing (the clusters are leaked, with a message), so
+    filling the volume afterwards cannot overwrite the bitmap or the
+    up-case table; the in-tree driver still mounts and reads it."""
+    with Image(size_mb=16, cluster=CLU, fsck=False) as img:
+        with mount(img.dev) as mnt:
+            _files(mnt)
+        v = rawfs.Volume(img.dev)
+        try:
+            upcase = next(struct_first(e) for _, e in
+                          v.entries(v.chain(v.root)) if e[0] == 0x82)
+            bitmap = v.bitmap_clu
+            chained = _to_fat_chain(v, "f1")
+            v.set_fat(chained[1], bitmap)
+            s, parent = v.lookup("f2")
+            st = bytearray(s.entries[1])
+            st[20:24] = upcase.to_bytes(4, "little")
+            v.write_set(parent, s.eidx, [s.entries[0], bytes(st)] +
+                        s.entries[2:])
+            sys_before = v.read(v.clu_off(bitmap), CLU), \
+                v.read(v.clu_off(upcase), CLU)
+        finally:
+            v.close()
+        with mount(img.dev, opts="errors=continue") as mnt:
+            expect_errno(errno.EUCLEAN, _read, f"{mnt}/f1")
+            expect_errno(errno.EUCLEAN, os.stat, f"{mnt}/f2")
+            os.unlink(f"{mnt}/f1")
+            assert_eq(_read(f"{mnt}/f0"), pattern(4 * CLU, 0), "f0")
+            n = 0
+            try:
+                while True:
+                    write_file(f"{mnt}/fill{n}", 256 << 10, seed=100 + n)
+                    n += 1
+            except OSError as e:
+                assert_eq(e.errno, errno.ENOSPC, "filling ends with ENOSPC")
+        assert_true(_dmesg_has("its chain holds a cluster of the "
+                               "allocation bitmap"), "the chain is reported")
+        v = rawfs.Volume(img.dev)
+        try:
+            assert_true(v.in_use(bitmap) and v.in_use(upcase),
+                        "bitmap and up-case clusters still in use")
+            # the bitmap changed (the fill), the up-case table must not
+            assert_eq(v.read(v.clu_off(upcase), CLU), sys_before[1],
+                      "up-case table untouched")
+        finally:
+            v.close()
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_eq(_read(f"{mnt}/f0"), pattern(4 * CLU, 0),
+                      "in-tree reads f0")
+
+
+def struct_first(e):
+    return int.from_bytes(e[20:24], "little")
+
+
+@test(timeout=300, writes=False)
+def chain_looping_within_its_length_not_freed_twice():
+    """A FAT chain that loops back within the file's length (c0 -> c1 ->
+    c0): deleting the file frees nothing twice; the free count in statfs
+    does not grow past what the volume has."""
+    with Image(size_mb=16, cluster=CLU, fsck=False) as img:
+        with mount(img.dev) as mnt:
+            _files(mnt)
+        v = rawfs.Volume(img.dev)
+        try:
+            chained = _to_fat_chain(v, "f1")
+            v.set_fat(chained[1], chained[0])
+        finally:
+            v.close()
+        with mount(img.dev, opts="errors=continue") as mnt:
+            before = os.statvfs(mnt).f_bfree
+            os.unlink(f"{mnt}/f1")
+            os.sync()
+            after = os.statvfs(mnt).f_bfree
+            assert_eq(after, before, "free clusters after the unlink")
+        assert_true(_dmesg_has("cluster chain uses a cluster twice"),
+                    "the refused free is reported")
