@@ -191,6 +191,39 @@ int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
 	return 0;
 }
 
+/* Directory entries in one filesystem sector. */
+static u32 exfat_dentries_per_sect(const struct exfat_sb_info *sbi)
+{
+	return 1U << (sbi->sect_shift - EXFAT_DENTRY_SHIFT);
+}
+
+/*
+ * Write-ordering rule 7 (see exfat.h): end-of-directory entries left in
+ * the sector of a set just written, after it, become unused entries in
+ * the same sector write.  The end of the directory then only ever starts
+ * at a sector boundary, so exfat_find_slots() can place every set that
+ * fits in a sector inside one without leaving end-of-directory entries
+ * in front of it, and a set reaches the disk in one sector write, never
+ * torn by a power cut between two.
+ */
+static int exfat_close_sector_tail(struct exfat_dir_iter *it, u32 eidx)
+{
+	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(it->sb));
+	const union exfat_dentry *de;
+	union exfat_dentry unused = {};
+	int err = 0;
+
+	unused.generic.type = EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE;
+	for (; eidx & (per_sect - 1) && !err; eidx++) {
+		de = exfat_dir_iter_get(it, eidx);
+		if (IS_ERR(de))
+			return PTR_ERR(de) == -ENOENT ? 0 : PTR_ERR(de);
+		if (de->generic.type == EXFAT_TYPE_EOD)
+			err = exfat_dir_iter_put(it, eidx, &unused);
+	}
+	return err;
+}
+
 /*
  * Write an entry set back, its SetChecksum recomputed.  With it->sync the
  * sectors are written before this returns.
@@ -205,6 +238,8 @@ int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es)
 	down_write(exfat_set_lock(it));
 	for (i = 0; i < es->nr && !err; i++)
 		err = exfat_dir_iter_put(it, es->eidx + i, &es->de[i]);
+	if (!err)
+		err = exfat_close_sector_tail(it, es->eidx + es->nr);
 	up_write(exfat_set_lock(it));
 	if (!err && it->sync)
 		err = exfat_dir_iter_put_bh(it);
@@ -312,18 +347,24 @@ static int exfat_grow_dir(struct inode *dir)
 
 /*
  * Find nr consecutive unused entries in dir, growing it when there are
- * none.  Returns the index of the first.
+ * none.  Returns the index of the first.  A set that fits in a sector is
+ * placed inside one (see exfat_close_sector_tail()), except at an
+ * end-of-directory entry in mid-sector, which only a directory last
+ * written by another implementation has: entries skipped there would be
+ * end-of-directory entries in front of the set.
  */
 int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 {
+	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
 	struct exfat_dir_iter it;
 	const union exfat_dentry *de;
-	u32 i, run, total;
+	u32 i, run, total, first = 0, eod;
 	int err = 0;
 
 	for (;;) {
 		total = exfat_dir_entries(dir);
 		run = 0;
+		eod = total;
 		exfat_dir_iter_init(&it, dir);
 		for (i = 0; i < total; i++) {
 			de = exfat_dir_iter_get(&it, i);
@@ -335,14 +376,20 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 				run = 0;
 				continue;
 			}
-			if (++run == nr)
+			if (de->generic.type == EXFAT_TYPE_EOD && eod == total)
+				eod = i;
+			if (++run < nr)
+				continue;
+			first = i + 1 - nr;
+			if (nr > per_sect || first >= eod ||
+			    (first & (per_sect - 1)) + nr <= per_sect)
 				break;
 		}
 		exfat_dir_iter_release(&it);
 		if (err)
 			return err;
-		if (run == nr) {
-			*eidx = i + 1 - nr;
+		if (i < total) {
+			*eidx = first;
 			return 0;
 		}
 		/* rescanned: a free run at the end continues into it */

@@ -39,6 +39,11 @@
  *     file always has one name, at most two.
  *  6. fsync: data, then the FAT and bitmap, then the file's entry set,
  *     then the rest of the metadata, then a cache flush.
+ *  7. An entry set that fits in a sector is written inside one, so it
+ *     reaches the disk whole or not at all (exfat_find_slots,
+ *     exfat_close_sector_tail).  Only a set of more than a sector's worth
+ *     of entries (a name over 210 characters on 512-byte sectors) spans
+ *     two.
  */
 #ifndef _EXFAT2_H
 #define _EXFAT2_H

@@ -1043,3 +1043,56 @@ def vendor_entries_kept_and_freed():
                 assert_true(not v.in_use(c), f"vendor cluster {c} freed")
         finally:
             v.close()
+
+
+@test(timeout=300)
+def sets_never_straddle_sectors():
+    """Write-ordering rule 7: an entry set that fits in a sector is placed
+    inside one (a power cut cannot tear it), the end-of-directory entries
+    only ever start at a sector boundary, and nothing in use follows them;
+    also after deletes and renames reuse the freed slots.  The in-tree
+    driver lists the same names."""
+    import rawfs
+    rng = random.Random(7)
+    with Image(size_mb=16, cluster=4096) as img:
+        names = set()
+        with mount(img.dev) as mnt:
+            os.mkdir(f"{mnt}/d")
+            for i in range(120):
+                n = f"f{i}" + "x" * rng.choice([0, 14, 15, 29, 44, 60, 100])
+                with open(f"{mnt}/d/{n}", "wb") as f:
+                    f.write(b"a")
+                names.add(n)
+                if i % 3 == 2:
+                    victim = rng.choice(sorted(names))
+                    os.unlink(f"{mnt}/d/{victim}")
+                    names.discard(victim)
+                if i % 5 == 4:
+                    old = rng.choice(sorted(names))
+                    new = old + "r" * rng.choice([1, 20, 40])
+                    os.rename(f"{mnt}/d/{old}", f"{mnt}/d/{new}")
+                    names.discard(old)
+                    names.add(new)
+        v = rawfs.Volume(img.dev)
+        try:
+            s, _ = v.lookup("d")
+            clusters = v.dir_clusters(s)
+            per = v.sect // 32
+            ents = list(v.entries(clusters))
+            eod = next((i for i, e in ents if e[0] == 0), len(ents))
+            assert_eq(eod % per, 0, "end of directory at a sector boundary")
+            assert_true(all(e[0] == 0 for _, e in ents[eod:]),
+                        "nothing after the end of the directory")
+            found = set()
+            for st in v.sets(clusters):
+                n = len(st.entries)
+                if n <= per:
+                    assert_eq(st.eidx // per, (st.eidx + n - 1) // per,
+                              f"set {st.name!r} at {st.eidx}, {n} entries, "
+                              f"inside one sector")
+                found.add(st.name)
+            assert_eq(found, names, "names on disk")
+        finally:
+            v.close()
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_eq(set(os.listdir(f"{mnt}/d")), names, "in-tree listing")

@@ -609,8 +609,9 @@ _FSCK_DUP = re.compile(r"^ERROR: (.*): cluster is already allocated for "
 # unknown entry.  At a flush point this is a driver bug (all of a set is
 # written before any flush); after a cut that drops writes at an arbitrary
 # moment it can be the cut landing between the two sector writes of a set
-# that straddles a sector boundary, which no write order avoids (see
-# unplug_run's soft_torn).
+# that straddles a sector boundary, which no write order avoids: exfat2
+# never places a set of up to 16 entries across one (write-ordering rule
+# 7), the in-tree driver does (unplug_run's soft_torn, for it only).
 _FSCK_TORN = re.compile(r"^ERROR: .*: (the checksum of a file is wrong|"
                         r"unknown entry type 0xc[01] at [0-9a-f]+) at "
                         r"0x[0-9a-f]+\. Delete \(y/N\)\? [yn]$")
