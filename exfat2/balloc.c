@@ -543,9 +543,7 @@ int exfat_commit_frees(struct super_block *sb)
 		return 0;
 	}
 
-	err = sync_blockdev(sb->s_bdev);
-	if (!err)
-		err = blkdev_issue_flush(sb->s_bdev);
+	err = exfat_meta_barrier(sb);
 
 	mutex_lock(&sbi->alloc_lock);
 	list_for_each_entry_safe(pf, tmp, &batch, list) {
@@ -588,9 +586,7 @@ int exfat_sync_alloc(struct super_block *sb, u64 seq)
 	if (sbi->alloc_synced >= seq)
 		goto out;
 	seq = READ_ONCE(sbi->alloc_seq);
-	err = sync_blockdev(sb->s_bdev);
-	if (!err)
-		err = blkdev_issue_flush(sb->s_bdev);
+	err = exfat_meta_barrier(sb);
 	if (err) {
 		mutex_unlock(&sbi->alloc_sync_lock);
 		return err;

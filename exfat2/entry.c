@@ -39,7 +39,7 @@ static int exfat_dir_iter_put_bh(struct exfat_dir_iter *it)
 	if (!it->bh)
 		return 0;
 	if (it->dirty && it->sync)
-		err = exfat_sync_meta(it->sb, it->bh, false);
+		err = exfat_sync_meta(it->sb, it->bh, it->fua);
 	exfat_put_sector(it->bh);
 	it->bh = NULL;
 	it->dirty = false;

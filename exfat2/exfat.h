@@ -35,8 +35,10 @@
  *     until the metadata that stopped referring to them is durable
  *     (exfat_commit_frees); a shrinking size is written before the chain
  *     is cut.
- *  5. Rename writes the new entry set before removing the old one, so a
- *     file always has one name, at most two.
+ *  5. Rename writes the directory growth that may hold the new entry
+ *     set, then the set with preflush + FUA, then at once the removal of
+ *     the old one: a file always has a name, two only between the last
+ *     two writes.
  *  6. fsync: data, then the FAT and bitmap, then the file's entry set,
  *     then the rest of the metadata, then a cache flush.
  *  7. An entry set that fits in a sector is written inside one, so it
@@ -87,6 +89,7 @@ struct exfat_mount_options {
 enum {
 	EXFAT_STATE_SHUTDOWN,		/* FS_IOC_SHUTDOWN or device gone */
 	EXFAT_STATE_DIRTY_SET,		/* we set VolumeDirty on disk */
+	EXFAT_STATE_META_EIO,		/* a metadata write was lost */
 };
 
 #define EXFAT_SET_LOCKS		64
@@ -171,6 +174,12 @@ struct exfat_sb_info {
 	struct nls_table *nls;		/* NULL for utf8 */
 	struct workqueue_struct *ioend_wq;
 	struct exfat_mount_options opts;
+	/*
+	 * Write errors of the block device's buffer cache (our metadata)
+	 * since mount: a lost metadata write fails every later barrier
+	 * (exfat_meta_check), so nothing that depends on it is written.
+	 */
+	errseq_t	meta_wb_err;
 	unsigned long	state;		/* EXFAT_STATE_* bits */
 	struct ratelimit_state msg_ratelimit;
 	struct rcu_head	rcu;
@@ -338,6 +347,9 @@ struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect);
 void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 			     unsigned int nr);
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);
+int exfat_meta_check(struct super_block *sb);
+int exfat_meta_barrier(struct super_block *sb);
+int exfat_meta_write_all(struct super_block *sb);
 int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua);
 void exfat_put_sector(struct buffer_head *bh);
 int exfat_zero_sectors(struct super_block *sb, sector_t sect, unsigned int nr);
@@ -417,6 +429,7 @@ struct exfat_dir_iter {
 	u32		start_clu;
 	u8		flags;		/* EXFAT_FLAG_NO_FAT_CHAIN */
 	bool		sync;		/* write modified sectors at once */
+	bool		fua;		/* ... durable (preflush + FUA) */
 	bool		dirty;		/* bh was modified */
 	int		err;		/* first write error */
 	u32		walk_fclu;	/* FAT walk position: file cluster */

@@ -651,9 +651,7 @@ int exfat_file_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 	if (!err)
 		err = sync_inode_metadata(inode, 1);
 	if (!err)
-		err = sync_blockdev(sb->s_bdev);
-	if (!err)
-		err = blkdev_issue_flush(sb->s_bdev);
+		err = exfat_meta_barrier(sb);
 	return err;
 }
 

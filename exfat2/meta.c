@@ -60,10 +60,47 @@ int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua)
 
 	err = __sync_dirty_buffer(bh, fua ? REQ_SYNC | REQ_FUA | REQ_PREFLUSH :
 					    REQ_SYNC);
-	if (err)
+	if (err) {
 		exfat_err(sb, "I/O error writing sector %llu",
 			  (unsigned long long)bh->b_blocknr);
+		exfat_meta_check(sb);
+	}
 	return err;
+}
+
+/*
+ * Write every dirty metadata sector and flush the device's cache: all the
+ * metadata changed before the call is then durable.
+ */
+int exfat_meta_barrier(struct super_block *sb)
+{
+	return exfat_meta_write_all(sb) ?: blkdev_issue_flush(sb->s_bdev);
+}
+
+/* Write every dirty metadata sector and wait; no cache flush. */
+int exfat_meta_write_all(struct super_block *sb)
+{
+	return sync_blockdev(sb->s_bdev) ?: exfat_meta_check(sb);
+}
+
+/*
+ * -EIO if any metadata write failed since mount, for good: the sector on
+ * disk is older than the one in memory, and whatever is written after
+ * it in the write order would refer to what is not there.  The first time,
+ * the errors= policy applies.  (sync_blockdev() reports such an error only
+ * once: the errseq cursor here does not move.)
+ */
+int exfat_meta_check(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	if (!errseq_check(&sb->s_bdev->bd_mapping->wb_err, sbi->meta_wb_err))
+		return 0;
+	if (!test_and_set_bit(EXFAT_STATE_META_EIO, &sbi->state)) {
+		exfat_err(sb, "metadata write error: later metadata is not written in order any more, run fsck.exfat");
+		exfat_handle_error(sb);
+	}
+	return -EIO;
 }
 
 /* Fill nr sectors from sect with zeros in the buffer cache. */

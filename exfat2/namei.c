@@ -397,12 +397,18 @@ static void exfat_stamp_set(struct exfat_entry_set *es,
 }
 
 /* Write the new set es into dir at free slots; return its inode. */
+/*
+ * Write es into dir and return its inode.  On failure *kept says whether
+ * the set may still be in dir, so that what it names must not be freed.
+ */
 static struct inode *exfat_add_set(struct inode *dir,
-				   struct exfat_entry_set *es)
+				   struct exfat_entry_set *es, bool *kept)
 {
 	struct exfat_dir_iter it;
+	struct inode *inode;
 	int err;
 
+	*kept = false;
 	err = exfat_find_slots(dir, es->nr, &es->eidx);
 	if (err)
 		return ERR_PTR(err);
@@ -410,10 +416,21 @@ static struct inode *exfat_add_set(struct inode *dir,
 	it.sync = IS_DIRSYNC(dir);
 	err = exfat_put_entry_set(&it, es);
 	err = exfat_dir_iter_release(&it) ?: err;
-	if (err)
+	if (err) {
+		*kept = true;
 		return ERR_PTR(err);
+	}
 	inode_inc_iversion(dir);
-	return exfat_iget(dir->i_sb, dir, es);
+	inode = exfat_iget(dir->i_sb, dir, es);
+	if (!IS_ERR(inode))
+		return inode;
+
+	/* no inode (memory): take the set out again */
+	exfat_dir_iter_init(&it, dir);
+	it.sync = IS_DIRSYNC(dir);
+	err = exfat_delete_entries(&it, es->eidx, es->nr);
+	*kept = exfat_dir_iter_release(&it) || err;
+	return inode;
 }
 
 static void exfat_dir_changed(struct inode *dir)
@@ -434,6 +451,7 @@ static int exfat_create_common(struct inode *dir, struct dentry *dentry,
 	struct exfat_entry_set *es;
 	struct timespec64 ts = current_time(dir);
 	struct inode *inode;
+	bool kept;
 	u32 clu = 0;
 	u16 *uni;
 	int len, err;
@@ -467,10 +485,11 @@ static int exfat_create_common(struct inode *dir, struct dentry *dentry,
 		es->de[1].stream.valid_size = cpu_to_le64(sbi->clu_size);
 	}
 
-	inode = exfat_add_set(dir, es);
+	inode = exfat_add_set(dir, es, &kept);
 	if (IS_ERR(inode)) {
 		err = PTR_ERR(inode);
-		if (clu)
+		/* a set that may have reached the disk keeps its cluster */
+		if (clu && !kept)
 			exfat_free_dir_cluster(sb, clu);
 		goto out_es;
 	}
@@ -609,9 +628,14 @@ static int exfat_place_set(struct inode *dir, struct exfat_entry_set *new_es,
  * new_es took its slots (then only its unused tail goes).  The caller
  * holds the moving inode's pos_lock.
  *
- * A set moving elsewhere is on the disk before the old one is removed:
+ * A set moving elsewhere is durable before the old one is removed:
  * left to writeback, the removal could land first, and a crash between
- * the two would leave the file without any name.
+ * the two would leave the file without any name.  It must be reachable
+ * too: finding its slots may have grown dir, so all dirty metadata (the
+ * new cluster's FAT link, a subdirectory's new size) is written first,
+ * then the set with a cache flush before it and FUA, then at once the
+ * removal: the file has two names only between those two writes
+ * (fsck.exfat reports the two as sharing clusters).
  */
 static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 			  struct inode *old_dir,
@@ -621,8 +645,14 @@ static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 	struct exfat_dir_iter it;
 	int err;
 
+	if (!in_place) {
+		err = exfat_meta_write_all(dir->i_sb);
+		if (err)
+			return err;
+	}
 	exfat_dir_iter_init(&it, dir);
 	it.sync = IS_DIRSYNC(dir) || !in_place;
+	it.fua = !in_place;
 	err = exfat_put_entry_set(&it, new_es);
 	if (!err && in_place && new_es->nr < old_es->nr)
 		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,
@@ -632,7 +662,7 @@ static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 		return err;
 
 	exfat_dir_iter_init(&it, old_dir);
-	it.sync = IS_DIRSYNC(old_dir);
+	it.sync = true;
 	err = exfat_delete_entries(&it, old_es->eidx, old_es->nr);
 	return exfat_dir_iter_release(&it) ?: err;
 }

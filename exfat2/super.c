@@ -86,7 +86,13 @@ void exfat_fs_error(struct super_block *sb, const char *fmt, ...)
 		va_end(args);
 	}
 
-	switch (sbi->opts.errors) {
+	exfat_handle_error(sb);
+}
+
+/* The errors= policy, after an error was reported. */
+void exfat_handle_error(struct super_block *sb)
+{
+	switch (EXFAT_SB(sb)->opts.errors) {
 	case EXFAT_ERRORS_PANIC:
 		panic("exfat2 (%s): panic forced by errors=panic\n", sb->s_id);
 	case EXFAT_ERRORS_RO:
@@ -211,7 +217,7 @@ static int exfat_sync_fs(struct super_block *sb, int wait)
 	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
 	err = exfat_commit_frees(sb);
 	if (!err)
-		err = sync_blockdev(sb->s_bdev);
+		err = sync_blockdev(sb->s_bdev) ?: exfat_meta_check(sb);
 	if (!err)
 		err = exfat_clear_vol_dirty(sb);
 	return err;
@@ -232,7 +238,8 @@ static void exfat_put_super(struct super_block *sb)
 {
 	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
 	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb) &&
-	    !exfat_commit_frees(sb) && !sync_blockdev(sb->s_bdev))
+	    !exfat_commit_frees(sb) && !sync_blockdev(sb->s_bdev) &&
+	    !exfat_meta_check(sb))
 		exfat_clear_vol_dirty(sb);
 	exfat_drop_pending_frees(sb);
 	exfat_free_bitmap(sb);
@@ -835,6 +842,11 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 		exfat_warn(sb, "volume was not properly unmounted; run fsck.exfat");
 	if (sbi->vol_flags & EXFAT_VF_MEDIA_FAILURE)
 		exfat_warn(sb, "volume has reported media failures; run fsck.exfat");
+
+	/* errors of earlier users of the device are not ours */
+	sbi->meta_wb_err = errseq_sample(&sb->s_bdev->bd_mapping->wb_err);
+	errseq_check_and_advance(&sb->s_bdev->bd_mapping->wb_err,
+				 &sbi->meta_wb_err);
 
 	err = exfat_read_root(sb, &root);
 	if (err)

@@ -1096,3 +1096,99 @@ def sets_never_straddle_sectors():
             v.close()
         with mount(img.dev, driver="intree", opts="ro") as mnt:
             assert_eq(set(os.listdir(f"{mnt}/d")), names, "in-tree listing")
+
+
+def _make_two_fats(dev, active, media_failure):
+    """Turn a fresh mkfs.exfat volume into one with NumberOfFats = 2: a
+    copy of the FAT after the first, a second allocation bitmap (its
+    clusters marked in both), ActiveFat and MediaFailure as asked, both
+    boot regions rewritten with their checksum.  Returns the geometry."""
+    import struct
+
+    import corrupt
+    import rawfs
+    v = rawfs.Volume(dev)
+    try:
+        bs = bytearray(v.read(0, 512))
+        sect = v.sect
+        fat_off, fat_len, heap = struct.unpack_from("<III", bs, 80)
+        assert_true(fat_off + 2 * fat_len <= heap,
+                    f"room for a second FAT: {fat_off}+2*{fat_len} <= {heap}")
+        nbm = -(-v.bitmap_len // v.clu)
+        bm2 = v.free_clusters(nbm)
+        for c in bm2:
+            v.set_in_use(c)
+        bitmap = v.read(v.clu_off(v.bitmap_clu), v.bitmap_len)
+        v.write(v.clu_off(bm2[0]), bitmap)
+        fat = v.read(fat_off * sect, fat_len * sect)
+        v.write((fat_off + fat_len) * sect, fat)
+        root = v.chain(v.root)
+        eod = next(i for i, e in v.entries(root) if e[0] == 0)
+        ent = bytearray(32)
+        ent[0], ent[1] = 0x81, 1
+        struct.pack_into("<IQ", ent, 20, bm2[0], v.bitmap_len)
+        v.write(v.entry_off(root, eod), bytes(ent))
+        flags = (1 if active else 0) | (4 if media_failure else 0)
+        for base in (0, 12 * sect):
+            region = bytearray(v.read(base, 12 * sect))
+            region[110] = 2
+            struct.pack_into("<H", region, 106, flags)
+            csum = corrupt.boot_checksum(region, sect)
+            region[11 * sect:] = struct.pack("<I", csum) * (sect // 4)
+            v.write(base, bytes(region))
+        return {"sect": sect, "fat": [fat_off * sect, (fat_off + fat_len) * sect],
+                "fat_bytes": fat_len * sect, "clu": v.clu,
+                "bitmap": [v.clu_off(v.bitmap_clu), v.clu_off(bm2[0])],
+                "bitmap_len": v.bitmap_len}
+    finally:
+        v.close()
+
+
+@test(timeout=300, writes=False)
+def two_fats_use_active_only():
+    """NumberOfFats = 2 (TexFAT layout): the FAT and bitmap ActiveFat
+    names are the ones used; the inactive pair is stale by the
+    specification and left byte for byte as it was; ActiveFat and
+    MediaFailure survive mount, writes and unmount; files written read
+    back after a remount, and statfs agrees with the active bitmap."""
+    for active in (1, 0):
+        with Image(size_mb=16, cluster=4096, fsck=False) as img:
+            g = _make_two_fats(img.dev, active, media_failure=True)
+
+            def snap(which):
+                with open(img.dev, "rb") as f:
+                    f.seek(g["fat"][which])
+                    fat = f.read(g["fat_bytes"])
+                    f.seek(g["bitmap"][which])
+                    return fat, f.read(g["bitmap_len"])
+            inactive = snap(active ^ 1)
+            with mount(img.dev) as mnt:
+                os.mkdir(f"{mnt}/d")
+                # interleaved appends fragment both files: FAT chains
+                for i in range(6):
+                    for n in ("a", "d/b"):
+                        with open(f"{mnt}/{n}", "ab") as f:
+                            f.write(pattern(g["clu"], i))
+                            os.fsync(f.fileno())
+                write_file(f"{mnt}/big", 40 * g["clu"], seed=3)
+                os.unlink(f"{mnt}/big")
+                write_file(f"{mnt}/c", 3 * g["clu"] + 5, seed=4)
+            assert_true(snap(active ^ 1) == inactive,
+                        f"inactive FAT and bitmap (ActiveFat {active}) "
+                        f"untouched")
+            with open(img.dev, "rb") as f:
+                boot = f.read(512)
+            flags = int.from_bytes(boot[106:108], "little")
+            assert_eq(flags & 7, (1 if active else 0) | 4,
+                      "VolumeFlags: ActiveFat and MediaFailure kept, "
+                      "VolumeDirty clear")
+            fat, bitmap = snap(active)
+            used = sum(bin(b).count("1") for b in bitmap)
+            with mount(img.dev, opts="ro") as mnt:
+                want = b"".join(pattern(g["clu"], i) for i in range(6))
+                for n in ("a", "d/b"):
+                    with open(f"{mnt}/{n}", "rb") as f:
+                        assert_eq(f.read(), want, f"{n} read back")
+                st = os.statvfs(mnt)
+                assert_eq(st.f_blocks - st.f_bfree, used,
+                          "used clusters = bits set in the active bitmap")
