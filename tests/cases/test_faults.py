@@ -28,6 +28,7 @@ debug kernel (make check runs these in its debug pass only).
 import errno
 import os
 import random
+import sys
 
 import crashlib
 from lib import (Image, TestFailure, assert_eq, assert_true, fail, log, mount,
@@ -268,19 +269,25 @@ def _round(kind, prob, seed, clu, opts):
         return line
 
 
-def _sweep(kind):
+def _sweep(kind, seeds=1):
     _need_debugfs()
-    seed, failed = 0, []
-    for prob in PROBS:
-        for clu, opts in ((4096, ""), (512, "errors=continue")):
-            seed += 1
-            try:
-                _round(kind, prob, seed, clu, opts)
-            except TestFailure as e:
-                log(f"FAILED round: {e}")
-                failed.append(str(e).splitlines()[0])
+    n, failed = 0, []
+    for s in range(seeds):
+        for prob in PROBS:
+            for clu, opts in ((4096, ""), (512, "errors=continue")):
+                n += 1
+                try:
+                    _round(kind, prob, n, clu, opts)
+                except TestFailure as e:
+                    log(f"FAILED round: {e}")
+                    failed.append(str(e).splitlines()[0])
+    log(f"{kind}: {n - len(failed)} of {n} rounds passed")
     if failed:
-        fail(f"{len(failed)} of {seed} rounds failed: " + "; ".join(failed))
+        fail(f"{len(failed)} of {n} rounds failed: " + "; ".join(failed))
+
+
+_FILTERS = [a for a in sys.argv[1:] if not a.startswith("-")]
+LONG = 8        # seeds per probability and configuration in the long form
 
 
 @test(timeout=900)
@@ -299,3 +306,19 @@ def fail_page_alloc_sweep():
 def fail_make_request_sweep():
     """fail_make_request at 2, 10 and 40% of the test device's bios."""
     _sweep("fail_make_request")
+
+
+# The long form (8 times the rounds), only when a filter asks for it:
+#   tests/run-tests.sh --kernel ... faults:long
+if any("long" in f for f in _FILTERS):
+    @test(timeout=7200)
+    def failslab_sweep_long():
+        _sweep("failslab", LONG)
+
+    @test(timeout=7200)
+    def fail_page_alloc_sweep_long():
+        _sweep("fail_page_alloc", LONG)
+
+    @test(timeout=7200)
+    def fail_make_request_sweep_long():
+        _sweep("fail_make_request", LONG)
