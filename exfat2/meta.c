@@ -80,7 +80,9 @@ int exfat_meta_barrier(struct super_block *sb)
 /* Write every dirty metadata sector and wait; no cache flush. */
 int exfat_meta_write_all(struct super_block *sb)
 {
-	return sync_blockdev(sb->s_bdev) ?: exfat_meta_check(sb);
+	int err = sync_blockdev(sb->s_bdev);
+
+	return exfat_meta_check(sb) ?: err;
 }
 
 /*
@@ -97,7 +99,7 @@ int exfat_meta_check(struct super_block *sb)
 	if (!errseq_check(&sb->s_bdev->bd_mapping->wb_err, sbi->meta_wb_err))
 		return 0;
 	if (!test_and_set_bit(EXFAT_STATE_META_EIO, &sbi->state)) {
-		exfat_err(sb, "metadata write error: later metadata is not written in order any more, run fsck.exfat");
+		exfat_err(sb, "lost a metadata write: fsync and sync fail until unmount; run fsck.exfat");
 		exfat_handle_error(sb);
 	}
 	return -EIO;
