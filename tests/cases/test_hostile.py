@@ -91,6 +91,18 @@ def _read(path):
         return f.read()
 
 
+def _fill(mnt):
+    """Write 256 KiB files until ENOSPC; returns how many were written."""
+    n = 0
+    try:
+        while True:
+            write_file(f"{mnt}/fill{n}", 256 << 10, seed=100 + n)
+            n += 1
+    except OSError as e:
+        assert_eq(e.errno, errno.ENOSPC, "filling ends with ENOSPC")
+    return n
+
+
 def _dmesg_has(text):
     return text in sh("dmesg").stdout
 
@@ -118,13 +130,7 @@ def used_clusters_marked_free_are_claimed():
             for i in range(3):
                 assert_eq(_read(f"{mnt}/f{i}"), pattern(4 * CLU, i),
                           f"f{i} reads whole")
-            n = 0
-            try:
-                while True:
-                    write_file(f"{mnt}/fill{n}", 256 << 10, seed=100 + n)
-                    n += 1
-            except OSError as e:
-                assert_eq(e.errno, errno.ENOSPC, "filling ends with ENOSPC")
+            n = _fill(mnt)
             for i in range(n):
                 os.unlink(f"{mnt}/fill{i}")
         assert_true(_dmesg_has("marked free in the allocation bitmap; "
@@ -167,13 +173,7 @@ def chains_into_system_clusters_refused():
             expect_errno(errno.EUCLEAN, os.stat, f"{mnt}/f2")
             os.unlink(f"{mnt}/f1")
             assert_eq(_read(f"{mnt}/f0"), pattern(4 * CLU, 0), "f0")
-            n = 0
-            try:
-                while True:
-                    write_file(f"{mnt}/fill{n}", 256 << 10, seed=100 + n)
-                    n += 1
-            except OSError as e:
-                assert_eq(e.errno, errno.ENOSPC, "filling ends with ENOSPC")
+            _fill(mnt)
         assert_true(_dmesg_has("its chain holds a cluster of the "
                                "allocation bitmap"), "the chain is reported")
         v = rawfs.Volume(img.dev)
