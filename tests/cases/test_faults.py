@@ -150,6 +150,7 @@ class Workload:
             data = _data(self.rng, (i + 1) * self.clu - 5)
             with open(self._path(rel), "wb") as f:
                 f.write(data)
+                f.flush()           # out of Python's buffer first
                 os.fsync(f.fileno())
             self.model[rel] = data
 

@@ -1169,6 +1169,7 @@ def two_fats_use_active_only():
                     for n in ("a", "d/b"):
                         with open(f"{mnt}/{n}", "ab") as f:
                             f.write(pattern(g["clu"], i))
+                            f.flush()
                             os.fsync(f.fileno())
                 write_file(f"{mnt}/big", 40 * g["clu"], seed=3)
                 os.unlink(f"{mnt}/big")
