@@ -72,6 +72,13 @@ def _files(mnt, n=3, nclu=4):
         write_file(f"{mnt}/f{i}", nclu * CLU, seed=i)
 
 
+def _crafted(img):
+    """Three 4-cluster files written by exfat2; the volume opened raw."""
+    with mount(img.dev) as mnt:
+        _files(mnt)
+    return rawfs.Volume(img.dev)
+
+
 def _to_fat_chain(v, name):
     """Turn a NoFatChain file into the same clusters linked in the FAT;
     returns its clusters."""
@@ -114,9 +121,7 @@ def used_clusters_marked_free_are_claimed():
     being handed to the next file written, even when the volume is
     filled; afterwards fsck.exfat finds the volume clean."""
     with Image(size_mb=16, cluster=CLU, fsck=False) as img:
-        with mount(img.dev) as mnt:
-            _files(mnt)
-        v = rawfs.Volume(img.dev)
+        v = _crafted(img)
         try:
             chained = _to_fat_chain(v, "f1")
             contig = v.chain(v.lookup("f0")[0].stream[1], True, 4)
@@ -150,9 +155,7 @@ def chains_into_system_clusters_refused():
     filling the volume afterwards cannot overwrite the bitmap or the
     up-case table; the in-tree driver still mounts and reads it."""
     with Image(size_mb=16, cluster=CLU, fsck=False) as img:
-        with mount(img.dev) as mnt:
-            _files(mnt)
-        v = rawfs.Volume(img.dev)
+        v = _crafted(img)
         try:
             upcase = next(struct_first(e) for _, e in
                           v.entries(v.chain(v.root)) if e[0] == 0x82)
@@ -200,9 +203,7 @@ def chain_looping_within_its_length_not_freed_twice():
     c0): deleting the file frees nothing twice; the free count in statfs
     does not grow past what the volume has."""
     with Image(size_mb=16, cluster=CLU, fsck=False) as img:
-        with mount(img.dev) as mnt:
-            _files(mnt)
-        v = rawfs.Volume(img.dev)
+        v = _crafted(img)
         try:
             chained = _to_fat_chain(v, "f1")
             v.set_fat(chained[1], chained[0])
