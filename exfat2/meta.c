@@ -9,6 +9,24 @@
 #include <linux/blkdev.h>
 #include "exfat.h"
 
+/*
+ * When a sector's write fails, the block layer marks its buffer not up to
+ * date, though memory holds what the sector should say and the disk an
+ * older copy.  Reading it again would bring the old entries back under
+ * the inodes and allocations made since (the loss itself is reported by
+ * exfat_meta_check()).  Keep memory's copy: the sector goes out again the
+ * next time it changes.
+ */
+static void exfat_keep_unwritten(struct buffer_head *bh)
+{
+	if (buffer_uptodate(bh) || !buffer_write_io_error(bh))
+		return;
+	lock_buffer(bh);
+	if (!buffer_uptodate(bh) && buffer_write_io_error(bh))
+		set_buffer_uptodate(bh);
+	unlock_buffer(bh);
+}
+
 struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
@@ -16,8 +34,12 @@ struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect)
 
 	if (WARN_ON_ONCE(sect >= sbi->vol_sectors && sbi->vol_sectors))
 		return ERR_PTR(-EFSCORRUPTED);
-	bh = sb_bread(sb, sect);
-	if (!bh) {
+	bh = sb_getblk(sb, sect);
+	if (!bh)
+		return ERR_PTR(-ENOMEM);
+	exfat_keep_unwritten(bh);
+	if (bh_read(bh, 0) < 0) {
+		brelse(bh);
 		exfat_err(sb, "I/O error reading sector %llu",
 			  (unsigned long long)sect);
 		return ERR_PTR(-EIO);
@@ -28,12 +50,19 @@ struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect)
 void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 			     unsigned int nr)
 {
+	struct buffer_head *bh;
 	struct blk_plug plug;
 	unsigned int i;
 
 	blk_start_plug(&plug);
-	for (i = 0; i < nr; i++)
-		sb_breadahead(sb, sect + i);
+	for (i = 0; i < nr; i++) {
+		bh = sb_getblk_gfp(sb, sect + i, GFP_NOWAIT | __GFP_MOVABLE);
+		if (!bh)
+			break;
+		exfat_keep_unwritten(bh);
+		bh_readahead(bh, REQ_RAHEAD);
+		brelse(bh);
+	}
 	blk_finish_plug(&plug);
 }
 
