@@ -13,8 +13,9 @@
 #   make debug-test [T=...]  the KUnit suites and the debug pass only
 #   make kunit           the KUnit suites under the debug kernel
 #   make bench [QUICK=1] benchmarks against the in-tree driver (BENCHMARKS.md)
-#   make fuzz [N=1000] [START=1]  N corrupted images (tests/guest/corrupt.py)
-#                        mounted and used in one VM (tests/guest/fuzz.py)
+#   make fuzz [N=1000] [START=1] [JOBS=1] [DEBUG=1]  N corrupted images
+#                        (tests/guest/corrupt.py) mounted and used in JOBS
+#                        VMs (tests/fuzz.sh); DEBUG=1: the debug kernel
 #   make patches         the upstream patch series (scripts/mkpatches.sh),
 #                        applied to a fresh linux-source-6.12 tree, each
 #                        patch built with W=1 and checkpatch'ed
@@ -76,12 +77,8 @@ START ?= 1
 FUZZ_OUT := $(CACHE)/fuzz
 fuzz: setup
 	@$(MAKE) build
-	@rm -rf $(FUZZ_OUT) && mkdir -p $(FUZZ_OUT)
-	@rc=0; tools/vm/vm.sh --out $(FUZZ_OUT) $(if $(KERNEL),--kernel $(KERNEL)) \
-		--timeout $$(( $(N) * 5 + 600 )) -- \
-		python3 -B tests/guest/fuzz.py --start $(START) --count $(N) -q || rc=$$?; \
-		cat $(FUZZ_OUT)/fuzz/summary.txt 2>/dev/null; \
-		echo "fuzz: images and logs of problem seeds in $(FUZZ_OUT)/fuzz"; exit $$rc
+	@tests/fuzz.sh --count $(N) --start $(START) --jobs $(or $(JOBS),1) \
+		$(if $(filter 1,$(DEBUG)),--debug) --out $(FUZZ_OUT)
 
 bench: setup
 	@$(MAKE) build

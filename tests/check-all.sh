@@ -21,16 +21,16 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 
 # The debug pass: the read, write and namespace tests, the random
-# exerciser (write:fsx_*, the stress run), the ioctls and 40 hostile
-# images (hostile:small_batch) with the chain-versus-bitmap cases, the
+# exerciser (write:fsx_*, the stress run), the ioctls and 300 hostile
+# images (hostile:batch and small_batch) with the chain-versus-bitmap cases, the
 # fault-injection sweeps (faults:, debug kernel only), but not the
 # four that mostly repeat other tests at a larger scale (many geometries,
 # a 20,000-entry directory, a 4 TiB volume, many sync patterns): under
 # the debug kernel they alone would take most of CI's time.  Timeouts are
 # scaled: the debug kernel runs the tests 2-4 times slower than the
 # packaged one.
-DEBUG_TESTS=(smoke: read: data: ns: write: ioctl: hostile:small_batch
-	hostile:used hostile:chain faults:)
+DEBUG_TESTS=(smoke: read: data: ns: write: ioctl: hostile:batch
+	hostile:small_batch hostile:used hostile:chain faults:)
 DEBUG_SKIP=('!read:cluster_and_sector_sizes' '!read:big_directory'
 	'!read:sparse_4tib' '!data:small_files_survive_sync')
 DEBUG_SCALE=${DEBUG_SCALE:-6}

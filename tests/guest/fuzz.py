@@ -68,6 +68,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import corrupt  # noqa: E402
+import lib  # noqa: E402
 
 # How each driver's kernel lines start (then "loopN): ").
 PREFIX = {"ours": "exfat2 (", "intree": "exFAT-fs ("}
@@ -678,6 +679,7 @@ class Summary:
         self.problems = []                      # (seed, text): fail a test
         self.secs = 0.0
         self.image_secs = []
+        self.kmemleak = None                    # the scan's verdict, if run
 
     def problem(self, seed, text):
         self.problems.append((seed, text))
@@ -727,6 +729,8 @@ class Summary:
             seeds = self.note_seeds[k]
             out.append(f"  note: {k}: {v} (seeds {seeds[:12]}"
                        f"{'...' if len(seeds) > 12 else ''})")
+        if self.kmemleak:
+            out.append(f"  kmemleak after the batch: {self.kmemleak}")
         out.append(f"  problems: {len(self.problems) or 'none'}")
         for seed, t in self.problems:
             out.append(f"    seed {seed}: {t}")
@@ -760,7 +764,6 @@ def _loop_gone(dev):
 
 
 def use_driver(driver):
-    import lib
     if not os.path.exists("/dev/loop-control"):
         lib.sh("modprobe loop")
     lib.use_driver(driver)
@@ -1033,6 +1036,17 @@ def main(argv):
     s = run_batch(seeds, driver=a.driver, timeout=a.timeout, log=log,
                   keep=keep, controls=not a.no_controls,
                   max_time=a.max_time)
+    if os.path.exists(lib.KMEMLEAK):
+        leaks = lib.kmemleak_report()
+        if leaks:
+            with open(os.path.join(keep, "kmemleak.txt"), "w") as f:
+                f.write(leaks + "\n")
+            s.problem("-", "kmemleak: unreferenced objects (kmemleak.txt): "
+                      + leaks.splitlines()[0])
+        s.kmemleak = ("disabled" if leaks is None else
+                      "leaks found" if leaks else "no leaks")
+        with open(os.path.join(keep, "summary.txt"), "w") as f:
+            f.write(s.text() + "\n")
     print(s.text(), flush=True)
     print(f"fuzz: results in {keep}", flush=True)
     return 1 if s.problems else 0

@@ -345,21 +345,12 @@ def verdict(t, kinds, reasons):
                    f"but got {got}" + (f": {first}" if first else ""))
 
 
-KMEMLEAK = "/sys/kernel/debug/kmemleak"
-
-
 def kmemleak_scan():
     """Kernels with kmemleak: objects leaked during the run fail it."""
-    for _ in range(2):      # objects younger than ~5 s are not reported yet
-        time.sleep(5)
-        try:
-            with open(KMEMLEAK, "w") as f:
-                f.write("scan")
-        except OSError as e:
-            print(f"kmemleak is disabled ({e}); nothing to check")
-            return
-    with open(KMEMLEAK) as f:
-        leaks = f.read().strip()
+    leaks = lib.kmemleak_report()
+    if leaks is None:
+        print("kmemleak is absent or disabled; nothing to check")
+        return
     if leaks:
         with open(os.path.join(lib.OUT, "kmemleak.txt"), "w") as f:
             f.write(leaks + "\n")
@@ -377,7 +368,7 @@ def main(argv):
     filters = [a for a in argv if not a.startswith("--")]
 
     tests = [t for t in load_tests(CASE_DIRS) if matches(t.name, filters)]
-    if os.path.exists(KMEMLEAK) and not listing:
+    if os.path.exists(lib.KMEMLEAK) and not listing:
         tests.append(lib.Test(kmemleak_scan, "runner:kmemleak", 900, False,
                               None))
     if selftest:
@@ -405,8 +396,8 @@ def main(argv):
           f"started at {uptime}s uptime")
 
     lib.sh("modprobe loop", check=False)
-    if os.path.exists(KMEMLEAK):
-        lib.sh(f"echo clear > {KMEMLEAK}", check=False)     # boot-time noise
+    if os.path.exists(lib.KMEMLEAK):
+        lib.sh(f"echo clear > {lib.KMEMLEAK}", check=False)     # boot-time noise
     try:
         lib.use_driver("ours")
         print(f"runner: loaded {lib.OURS_KO}")
