@@ -7,6 +7,15 @@ probabilities:
   fail_page_alloc   page allocations (page cache folios, buffer pages)
   fail_make_request every bio to the test's loop device: read and write
                     errors, data and metadata alike
+  dm_dust           bad blocks (dm-dust, 4 KiB blocks, a share of the
+                    device): reads of them fail until they are written,
+                    and the first 0-2 writes fail too (a drive remapping
+                    sectors); caches are dropped between operations so
+                    that metadata is read again
+  dm_flakey         a device that fails for a while and recovers: before
+                    each operation, with that probability, the dm-flakey
+                    table in front of the disk is switched to fail every
+                    bio, only writes or only reads, or back to working
 
 Memory failures are limited, with the stack-trace filter, to allocations
 made with exfat2's code on the stack (the workload, its writeback and the
@@ -35,7 +44,8 @@ from lib import (Image, TestFailure, assert_eq, assert_true, fail, log, mount,
                  sh, test, umount)
 
 DEBUGFS = "/sys/kernel/debug"
-KINDS = ("failslab", "fail_page_alloc", "fail_make_request")
+KINDS = ("failslab", "fail_page_alloc", "fail_make_request", "dm_dust",
+         "dm_flakey")
 PROBS = (2, 10, 40)       # percent
 OPS = 50
 
@@ -64,13 +74,20 @@ def _need_debugfs():
 
 
 class Faults:
-    """Arm one kind of fault injection for the duration of a with block."""
+    """Arm one kind of fault injection for the duration of a with block.
+    dev is the test's loop device; for the dm_ kinds, dm names the
+    device-mapper device over it that the volume is mounted from (see
+    DmDisk)."""
 
-    def __init__(self, kind, prob, dev):
+    def __init__(self, kind, prob, dev, dm=None, rng=None):
         self.kind, self.prob, self.dev = kind, prob, dev
+        self.dm, self.rng = dm, rng
         self.d = f"{DEBUGFS}/{kind}"
 
     def __enter__(self):
+        if self.dm:
+            self.dm.arm(self.prob, self.rng)
+            return self
         d = self.d
         _w(f"{d}/times", -1)
         _w(f"{d}/interval", 1)
@@ -92,6 +109,9 @@ class Faults:
         return self
 
     def __exit__(self, *exc):
+        if self.dm:
+            self.dm.disarm()
+            return False
         _w(f"{self.d}/probability", 0)
         if self.kind == "fail_make_request":
             _w(f"/sys/block/{os.path.basename(self.dev)}/make-it-fail", 0)
@@ -99,6 +119,88 @@ class Faults:
             _w(f"{self.d}/require-start", 0)
             _w(f"{self.d}/require-end", 0)
         return False
+
+
+DUST_BLOCK = 4096
+FLAKEY_MODES = ("", "1 error_writes", "1 error_reads")
+
+
+class DmDisk:
+    """A device-mapper device over the loop device dev: dm-dust for
+    dm_dust, a table switched between linear and dm-flakey for dm_flakey.
+    step() runs before each operation of the workload while armed."""
+
+    def __init__(self, kind, dev):
+        self.kind, self.lower = kind, dev
+        self.name = f"faults{os.getpid()}"
+        self.len = crashlib.devsize(dev)
+        self.armed = self.failing = False
+        self.rng, self.prob = None, 0
+        self.switches = 0
+        sh("modprobe dm-mod; modprobe dm-flakey; modprobe dm-dust",
+           check=False)
+        if kind == "dm_dust":
+            table = f"0 {self.len} dust {dev} 0 {DUST_BLOCK}"
+        else:
+            table = f"0 {self.len} linear {dev} 0"
+        sh(f"dmsetup create {self.name} --table '{table}' && "
+           f"dmsetup mknodes {self.name}")
+        self.dev = f"/dev/mapper/{self.name}"
+
+    def arm(self, prob, rng):
+        self.rng, self.prob, self.armed = rng, prob, True
+        if self.kind == "dm_dust":
+            nblocks = self.len * 512 // DUST_BLOCK
+            bad = rng.sample(range(nblocks), max(1, nblocks * prob // 100))
+            crashlib.dm_message(self.name, "quiet")
+            for b in bad:
+                # the first 0-2 writes of a bad block fail too
+                crashlib.dm_message(self.name,
+                                    f"addbadblock {b} {rng.randrange(3)}")
+            crashlib.dm_message(self.name, "enable")
+            self.drop()
+
+    @staticmethod
+    def drop():
+        _w("/proc/sys/vm/drop_caches", 3)
+
+    def step(self):
+        """Before an operation: dust drops the caches (clean pages and
+        buffers go; dirty ones stay) so that what is read next comes from
+        the failing disk; flakey may switch between working and failing."""
+        if not self.armed:
+            return
+        if self.kind == "dm_dust":
+            if self.rng.random() < 0.3:
+                self.drop()
+        elif self.rng.randrange(100) < self.prob or (
+                self.failing and self.rng.random() < 0.3):
+            self.set_failing(not self.failing)
+
+    def set_failing(self, on):
+        if on:
+            mode = self.rng.choice(FLAKEY_MODES)
+            params = f"{self.lower} 0 0 1" + (f" {mode}" if mode else "")
+            crashlib.dm_swap(self.name, self.len, "flakey", params)
+        else:
+            crashlib.dm_swap(self.name, self.len, "linear",
+                             f"{self.lower} 0")
+        self.failing = on
+        self.switches += 1
+
+    def disarm(self):
+        self.armed = False
+        if self.kind == "dm_dust":
+            crashlib.dm_message(self.name, "disable")
+        elif self.failing:
+            self.set_failing(False)
+
+    def close(self):
+        for _ in range(20):
+            if sh(f"dmsetup remove {self.name}", check=False).returncode == 0:
+                break
+        if os.path.lexists(self.dev):
+            os.unlink(self.dev)
 
 
 def _data(rng, n):
@@ -118,6 +220,7 @@ class Workload:
         self.errnos = {}
         self.ok = 0
         self.dirs = [""]
+        self.before_op = None   # called before each operation, if set
 
     def _err(self, op, e):
         key = f"{op}:{errno.errorcode.get(e.errno, e.errno)}"
@@ -132,6 +235,8 @@ class Workload:
                self.unlink, self.mkdir]
         for _ in range(n):
             op = self.rng.choice(ops)
+            if self.before_op:
+                self.before_op()
             try:
                 op()
                 self.ok += 1
@@ -237,38 +342,53 @@ class Workload:
 def _round(kind, prob, seed, clu, opts):
     """One image, one kind at one probability.  Returns a summary line."""
     with Image(size_mb=8, cluster=clu, fsck=False) as img:
-        with mount(img.dev, opts=opts) as mnt:
-            wl = Workload(mnt, seed, clu)
-            wl.run(5)                       # something to start from
-            wl.durable(3)                   # fsynced before the faults
-            with Faults(kind, prob, img.dev):
-                wl.run(OPS)
-            ro = "ro" in sh(f"findmnt -no OPTIONS {mnt}").stdout.split(",")
-            # with the faults gone the volume must still take writes
-            # (unless it went read-only) and write back
-            if not ro:
-                try:
-                    wl.run(5)
-                    os.sync()
-                except OSError as e:
-                    fail(f"after the faults stopped: {e!r}")
-            umount(mnt)
-        ok, text = crashlib.fsck_verdict(img.dev)
-        if not ok:
-            fail(f"{kind} {prob}% seed {seed}: fsck.exfat after the "
-                 f"faults:\n{text}")
-        with mount(img.dev, opts="ro") as mnt:
-            for rel, data in sorted(wl.model.items()):
-                with open(f"{mnt}/{rel}", "rb") as f:
-                    got = f.read()
-                assert_eq(len(got), len(data), f"{rel}: size after fsync")
-                assert_true(got == data, f"{rel}: content after fsync")
-        line = (f"{kind} {prob}% seed {seed} clu {clu} {opts or 'default'}: "
-                f"{wl.ok} ok, failed {wl.errnos or '-'}, "
-                f"{len(wl.model)} fsynced files intact"
-                f"{', went read-only' if ro else ''}")
-        log(line)
-        return line
+        dm = DmDisk(kind, img.dev) if kind.startswith("dm_") else None
+        try:
+            return _round_on(kind, prob, seed, clu, opts, img.dev, dm)
+        finally:
+            if dm:
+                dm.close()
+
+
+def _round_on(kind, prob, seed, clu, opts, lower, dm):
+    dev = dm.dev if dm else lower
+    with mount(dev, opts=opts) as mnt:
+        wl = Workload(mnt, seed, clu)
+        wl.run(5)                       # something to start from
+        wl.durable(3)                   # fsynced before the faults
+        with Faults(kind, prob, lower, dm=dm,
+                    rng=random.Random(seed * 7919 + prob)):
+            if dm:
+                wl.before_op = dm.step
+            wl.run(OPS)
+            wl.before_op = None
+        ro = "ro" in sh(f"findmnt -no OPTIONS {mnt}").stdout.split(",")
+        # with the faults gone the volume must still take writes
+        # (unless it went read-only) and write back
+        if not ro:
+            try:
+                wl.run(5)
+                os.sync()
+            except OSError as e:
+                fail(f"after the faults stopped: {e!r}")
+        umount(mnt)
+    ok, text = crashlib.fsck_verdict(dev)
+    if not ok:
+        fail(f"{kind} {prob}% seed {seed}: fsck.exfat after the "
+             f"faults:\n{text}")
+    with mount(dev, opts="ro") as mnt:
+        for rel, data in sorted(wl.model.items()):
+            with open(f"{mnt}/{rel}", "rb") as f:
+                got = f.read()
+            assert_eq(len(got), len(data), f"{rel}: size after fsync")
+            assert_true(got == data, f"{rel}: content after fsync")
+    extra = f", {dm.switches} table switches" if dm and dm.switches else ""
+    line = (f"{kind} {prob}% seed {seed} clu {clu} {opts or 'default'}: "
+            f"{wl.ok} ok, failed {wl.errnos or '-'}, "
+            f"{len(wl.model)} fsynced files intact"
+            f"{', went read-only' if ro else ''}{extra}")
+    log(line)
+    return line
 
 
 def _sweep(kind, seeds=1):
@@ -356,6 +476,18 @@ def fail_make_request_sweep():
     _sweep("fail_make_request")
 
 
+@test(timeout=900)
+def dm_dust_sweep():
+    """dm-dust: 2, 10 and 40% of the device's 4 KiB blocks fail reads."""
+    _sweep("dm_dust")
+
+
+@test(timeout=900)
+def dm_flakey_sweep():
+    """dm-flakey: the disk fails (all, writes or reads) and recovers."""
+    _sweep("dm_flakey")
+
+
 # The long form (8 times the rounds), only when a filter asks for it:
 #   tests/run-tests.sh --kernel ... faults:long
 if any("long" in f for f in _FILTERS):
@@ -370,3 +502,11 @@ if any("long" in f for f in _FILTERS):
     @test(timeout=7200)
     def fail_make_request_sweep_long():
         _sweep("fail_make_request", LONG)
+
+    @test(timeout=7200)
+    def dm_dust_sweep_long():
+        _sweep("dm_dust", LONG)
+
+    @test(timeout=7200)
+    def dm_flakey_sweep_long():
+        _sweep("dm_flakey", LONG)

@@ -1041,11 +1041,11 @@ def devsize(dev):
 
 
 _DM_IOCTL_SIZE = 312               # sizeof(struct dm_ioctl)
-_DM_DEV_SUSPEND, _DM_TARGET_MSG = 6, 14
+_DM_DEV_SUSPEND, _DM_TABLE_LOAD, _DM_TARGET_MSG = 6, 9, 14
 _DM_SUSPEND_FLAG, _DM_SKIP_LOCKFS_FLAG = 1 << 1, 1 << 10
 
 
-def _dm_ioctl(cmd, name, flags=0, data=b""):
+def _dm_ioctl(cmd, name, flags=0, data=b"", targets=0):
     """One device-mapper ioctl on /dev/mapper/control (what dmsetup does,
     without a process: dmsetup costs 0.1-1 s under TCG)."""
     import fcntl
@@ -1054,7 +1054,7 @@ def _dm_ioctl(cmd, name, flags=0, data=b""):
     size += -size % 8
     buf = bytearray(size)
     struct.pack_into("<3I7IQ", buf, 0, 4, 0, 0, size, _DM_IOCTL_SIZE,
-                     0, 0, flags, 0, 0, 0)
+                     targets, 0, flags, 0, 0, 0)
     buf[48:48 + len(name)] = name.encode()
     buf[_DM_IOCTL_SIZE:_DM_IOCTL_SIZE + len(data)] = data
     req = (3 << 30) | (_DM_IOCTL_SIZE << 16) | (0xfd << 8) | cmd
@@ -1070,6 +1070,25 @@ def dm_message(name, msg):
     import struct
     _dm_ioctl(_DM_TARGET_MSG, name,
               data=struct.pack("<Q", 0) + msg.encode() + b"\0")
+
+
+def dm_load(name, length, target, params):
+    """dmsetup load NAME --table '0 LENGTH TARGET PARAMS' (one target),
+    without a process."""
+    import struct
+    spec = struct.pack("<QQiI16s", 0, length, 0, 0, target.encode())
+    body = spec + params.encode() + b"\0"
+    body += bytes(-len(body) % 8)
+    body = body[:20] + struct.pack("<I", len(body)) + body[24:]
+    _dm_ioctl(_DM_TABLE_LOAD, name, data=body, targets=1)
+
+
+def dm_swap(name, length, target, params):
+    """Make '0 LENGTH TARGET PARAMS' the live table of NAME: load it,
+    suspend without freezing the file system, resume."""
+    dm_load(name, length, target, params)
+    dm_suspend(name)
+    dm_resume(name)
 
 
 def dm_suspend(name):
