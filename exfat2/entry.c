@@ -224,26 +224,107 @@ static int exfat_close_sector_tail(struct exfat_dir_iter *it, u32 eidx)
 	return err;
 }
 
-/*
- * Write an entry set back, its SetChecksum recomputed.  With it->sync the
- * sectors are written before this returns.
- */
-int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es)
+/* Write es's entries and close its sector's tail; set lock held. */
+static int __exfat_put_entry_set(struct exfat_dir_iter *it,
+				 struct exfat_entry_set *es)
 {
 	unsigned int i;
 	int err = 0;
 
 	es->de[0].file.set_checksum = cpu_to_le16(exfat_set_checksum(es->de,
 								     es->nr));
-	down_write(exfat_set_lock(it));
 	for (i = 0; i < es->nr && !err; i++)
 		err = exfat_dir_iter_put(it, es->eidx + i, &es->de[i]);
 	if (!err)
 		err = exfat_close_sector_tail(it, es->eidx + es->nr);
+	return err;
+}
+
+/* Mark nr entries from eidx as no longer in use; set lock held. */
+static int __exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx,
+				  unsigned int nr)
+{
+	const union exfat_dentry *de;
+	union exfat_dentry tmp;
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < nr && !err; i++) {
+		de = exfat_dir_iter_get(it, eidx + i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		tmp = *de;
+		tmp.generic.type &= ~EXFAT_TYPE_IN_USE;
+		err = exfat_dir_iter_put(it, eidx + i, &tmp);
+	}
+	return err;
+}
+
+/*
+ * Write an entry set back, its SetChecksum recomputed.  With it->sync the
+ * sectors are written before this returns.
+ */
+int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es)
+{
+	int err;
+
+	down_write(exfat_set_lock(it));
+	err = __exfat_put_entry_set(it, es);
 	up_write(exfat_set_lock(it));
 	if (!err && it->sync)
 		err = exfat_dir_iter_put_bh(it);
 	return err ?: it->err;
+}
+
+/*
+ * Replace the set of old_nr entries at old_eidx by es, in the same
+ * directory: es is written and what es does not cover of the old set is
+ * deleted under one hold of the set lock, so that no reader sees half of
+ * either.  When exfat_same_sector() holds for the two, both changes go to
+ * the disk in one sector write: a crash leaves one set or the other.
+ */
+int exfat_replace_entry_set(struct exfat_dir_iter *it,
+			    struct exfat_entry_set *es, u32 old_eidx,
+			    unsigned int old_nr)
+{
+	u32 i, end = old_eidx + old_nr;
+	int err;
+
+	down_write(exfat_set_lock(it));
+	err = __exfat_put_entry_set(it, es);
+	for (i = old_eidx; i < end && !err; i++) {
+		if (i >= es->eidx && i < es->eidx + es->nr)
+			continue;
+		err = __exfat_delete_entries(it, i, 1);
+	}
+	up_write(exfat_set_lock(it));
+	if (!err && it->sync)
+		err = exfat_dir_iter_put_bh(it);
+	return err ?: it->err;
+}
+
+/* Do nr entries at eidx and old_nr at old_eidx all lie in one sector? */
+bool exfat_same_sector(struct super_block *sb, u32 eidx, unsigned int nr,
+		       u32 old_eidx, unsigned int old_nr)
+{
+	u32 shift = EXFAT_SB(sb)->sect_shift - EXFAT_DENTRY_SHIFT;
+	u32 first = min(eidx, old_eidx);
+	u32 last = max(eidx + nr, old_eidx + old_nr) - 1;
+
+	return nr && old_nr && first >> shift == last >> shift;
+}
+
+/* Make the sector holding entry eidx of dir durable, as it is in memory. */
+int exfat_sync_entry(struct inode *dir, u32 eidx)
+{
+	struct exfat_dir_iter it;
+	const union exfat_dentry *p;
+	int err;
+
+	exfat_dir_iter_init(&it, dir);
+	p = exfat_dir_iter_get(&it, eidx);
+	err = IS_ERR(p) ? PTR_ERR(p) : exfat_sync_meta_durable(dir->i_sb, it.bh);
+	return exfat_dir_iter_release(&it) ?: err;
 }
 
 int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de)
@@ -399,25 +480,55 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 	}
 }
 
-/* Mark the entries of the set at eidx, nr long, as no longer in use. */
-int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr)
+/*
+ * Find nr entries for a set in the sector that holds entry old_eidx of
+ * dir, counting as free the old_nr entries of the set at old_eidx (which
+ * the new set replaces) and any unused ones.  Returns -ENOSPC if that
+ * sector has no such run: then the caller places the set elsewhere.  As
+ * for exfat_find_slots(), the caller holds dir's i_rwsem exclusive.
+ */
+int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
+			  unsigned int old_nr, u32 *eidx)
 {
+	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
+	u32 i, run = 0, first = old_eidx & ~(per_sect - 1);
+	u32 end = min(first + per_sect, exfat_dir_entries(dir));
+	struct exfat_dir_iter it;
 	const union exfat_dentry *de;
-	union exfat_dentry tmp;
-	unsigned int i;
-	int err = 0;
+	int err = -ENOSPC;
 
-	down_write(exfat_set_lock(it));
-	for (i = 0; i < nr && !err; i++) {
-		de = exfat_dir_iter_get(it, eidx + i);
+	if (nr > per_sect)
+		return -ENOSPC;
+	exfat_dir_iter_init(&it, dir);
+	for (i = first; i < end; i++) {
+		bool old = i >= old_eidx && i < old_eidx + old_nr;
+
+		de = exfat_dir_iter_get(&it, i);
 		if (IS_ERR(de)) {
 			err = PTR_ERR(de);
 			break;
 		}
-		tmp = *de;
-		tmp.generic.type &= ~EXFAT_TYPE_IN_USE;
-		err = exfat_dir_iter_put(it, eidx + i, &tmp);
+		if (!old && exfat_type_in_use(de->generic.type)) {
+			run = 0;
+			continue;
+		}
+		if (++run == nr) {
+			*eidx = i + 1 - nr;
+			err = 0;
+			break;
+		}
 	}
+	exfat_dir_iter_release(&it);
+	return err;
+}
+
+/* Mark the entries of the set at eidx, nr long, as no longer in use. */
+int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr)
+{
+	int err;
+
+	down_write(exfat_set_lock(it));
+	err = __exfat_delete_entries(it, eidx, nr);
 	up_write(exfat_set_lock(it));
 	return err;
 }

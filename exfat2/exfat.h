@@ -35,10 +35,12 @@
  *     until the metadata that stopped referring to them is durable
  *     (exfat_commit_frees); a shrinking size is written before the chain
  *     is cut.
- *  5. Rename writes the directory growth that may hold the new entry
- *     set, then the set with preflush + FUA, then at once the removal of
- *     the old one: a file always has a name, two only between the last
- *     two writes.
+ *  5. Rename within one sector of a directory (the new set over or
+ *     beside the old one, and a replaced set) is one sector write.
+ *     Otherwise it writes the directory growth that may hold the new
+ *     entry set, then the set with preflush + FUA, then at once the
+ *     removal of the old one: a file always has a name, two only between
+ *     the last two writes (exfat_move_set).
  *  6. fsync: data, then the FAT and bitmap, then the file's entry set,
  *     then the rest of the metadata, then a cache flush.
  *  7. An entry set that fits in a sector is written inside one, so it
@@ -351,6 +353,7 @@ int exfat_meta_check(struct super_block *sb);
 int exfat_meta_barrier(struct super_block *sb);
 int exfat_meta_write_all(struct super_block *sb);
 int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua);
+int exfat_sync_meta_durable(struct super_block *sb, struct buffer_head *bh);
 void exfat_put_sector(struct buffer_head *bh);
 int exfat_zero_sectors(struct super_block *sb, sector_t sect, unsigned int nr);
 void *exfat_sector_data(struct buffer_head *bh);
@@ -460,7 +463,14 @@ int exfat_dir_iter_release(struct exfat_dir_iter *it);
 int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
 		       const union exfat_dentry *de);
 int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es);
+int exfat_replace_entry_set(struct exfat_dir_iter *it,
+			    struct exfat_entry_set *es, u32 old_eidx,
+			    unsigned int old_nr);
+bool exfat_same_sector(struct super_block *sb, u32 eidx, unsigned int nr,
+		       u32 old_eidx, unsigned int old_nr);
 int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx);
+int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
+			  unsigned int old_nr, u32 *eidx);
 int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx);
 int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr);
 struct exfat_entry_set *exfat_build_set(struct super_block *sb,
@@ -470,6 +480,7 @@ struct exfat_entry_set *exfat_build_set(struct super_block *sb,
 const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 					     u32 eidx);
 u32 exfat_dir_entries(struct inode *dir);
+int exfat_sync_entry(struct inode *dir, u32 eidx);
 int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de);
 int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 			struct exfat_entry_set **esp);

@@ -98,6 +98,20 @@ int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua)
 }
 
 /*
+ * Make bh durable: write it with a preflush and FUA if it is dirty, else
+ * wait for a write of it that may be in flight and flush the cache.
+ */
+int exfat_sync_meta_durable(struct super_block *sb, struct buffer_head *bh)
+{
+	if (buffer_dirty(bh))
+		return exfat_sync_meta(sb, bh, true);
+	wait_on_buffer(bh);
+	if (!buffer_uptodate(bh) || buffer_write_io_error(bh))
+		return exfat_meta_check(sb) ?: -EIO;
+	return blkdev_issue_flush(sb->s_bdev);
+}
+
+/*
  * Write every dirty metadata sector and flush the device's cache: all the
  * metadata changed before the call is then durable.
  */

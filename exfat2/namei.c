@@ -546,8 +546,10 @@ static void exfat_free_set_allocs(struct super_block *sb,
 /*
  * Remove the entry set of inode from dir; the inode keeps its clusters
  * (freed when it is evicted), what other secondaries allocate is freed.
+ * *nr (if given) is how many entries the set had.
  */
-static int exfat_remove_set(struct inode *dir, struct inode *inode)
+static int exfat_remove_set(struct inode *dir, struct inode *inode,
+			    unsigned int *nr)
 {
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	struct exfat_entry_set *es = NULL;
@@ -563,6 +565,8 @@ static int exfat_remove_set(struct inode *dir, struct inode *inode)
 	err = exfat_dir_iter_release(&it) ?: err;
 	if (!err)
 		exfat_free_set_allocs(dir->i_sb, es);
+	if (!err && nr)
+		*nr = es->nr;
 	kfree(es);
 	if (!err) {
 		/* write_inode has nothing to write; the slots may be reused */
@@ -580,7 +584,7 @@ static int exfat_unlink(struct inode *dir, struct dentry *dentry)
 
 	if (unlikely(exfat_forced_shutdown(dir->i_sb)))
 		return -EIO;
-	err = exfat_remove_set(dir, inode);
+	err = exfat_remove_set(dir, inode, NULL);
 	if (err)
 		return err;
 	exfat_dir_changed(dir);
@@ -599,7 +603,7 @@ static int exfat_rmdir(struct inode *dir, struct dentry *dentry)
 	err = exfat_dir_empty(inode);
 	if (err)
 		return err;
-	err = exfat_remove_set(dir, inode);
+	err = exfat_remove_set(dir, inode, NULL);
 	if (err)
 		return err;
 	drop_nlink(dir);
@@ -609,56 +613,73 @@ static int exfat_rmdir(struct inode *dir, struct dentry *dentry)
 }
 
 /*
- * Where new_es goes in dir: over old_es when it fits (old_es in dir),
- * else in free slots, found before any inode's pos_lock is taken since
- * growing dir writes dir's own entry set.
+ * Where new_es goes in dir: over old_es when it fits (old_es in dir), else
+ * in the same sector as old_es when that has room, so that the move is
+ * one sector write (see exfat_move_set()), else in free slots anywhere.
+ * Slots are found before any inode's pos_lock is taken since growing dir
+ * writes dir's own entry set.
  */
 static int exfat_place_set(struct inode *dir, struct exfat_entry_set *new_es,
 			   const struct exfat_entry_set *old_es)
 {
+	int err;
+
 	if (old_es && new_es->nr <= old_es->nr) {
 		new_es->eidx = old_es->eidx;
 		return 0;
+	}
+	if (old_es) {
+		err = exfat_find_slots_near(dir, new_es->nr, old_es->eidx,
+					    old_es->nr, &new_es->eidx);
+		if (err != -ENOSPC)
+			return err;
 	}
 	return exfat_find_slots(dir, new_es->nr, &new_es->eidx);
 }
 
 /*
- * Write new_es at its place in dir, and remove old_es from old_dir unless
- * new_es took its slots (then only its unused tail goes).  The caller
- * holds the moving inode's pos_lock.
+ * Write new_es at its place in dir, and remove old_es from old_dir but
+ * for the slots new_es took.  The caller holds the moving inode's
+ * pos_lock.
  *
- * A set moving elsewhere is durable before the old one is removed:
- * left to writeback, the removal could land first, and a crash between
- * the two would leave the file without any name.  It must be reachable
- * too: finding its slots may have grown dir, so all dirty metadata (the
- * new cluster's FAT link, a subdirectory's new size) is written first,
- * then the set with a cache flush before it and FUA, then at once the
- * removal: the file has two names only between those two writes
- * (fsck.exfat reports the two as sharing clusters).
+ * Within one sector of one directory both changes are a single sector
+ * write, left to writeback like any entry update: a crash leaves the old
+ * set or the new one.  A set moving elsewhere is durable before the old
+ * one is removed: left to writeback, the removal could land first, and a
+ * crash between the two would leave the file without any name.  It must
+ * be reachable too: finding its slots may have grown dir, so all dirty
+ * metadata (the new cluster's FAT link, a subdirectory's new size) is
+ * written first, then the set with a cache flush before it and FUA, then
+ * at once the removal: the file has two names only between those two
+ * writes (fsck.exfat reports the two as sharing clusters).
  */
 static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 			  struct inode *old_dir,
 			  const struct exfat_entry_set *old_es)
 {
-	bool in_place = dir == old_dir && new_es->eidx == old_es->eidx;
+	bool one_write = dir == old_dir &&
+			 exfat_same_sector(dir->i_sb, new_es->eidx, new_es->nr,
+					   old_es->eidx, old_es->nr);
 	struct exfat_dir_iter it;
 	int err;
 
-	if (!in_place) {
-		err = exfat_meta_write_all(dir->i_sb);
-		if (err)
-			return err;
+	if (one_write) {
+		exfat_dir_iter_init(&it, dir);
+		it.sync = IS_DIRSYNC(dir);
+		err = exfat_replace_entry_set(&it, new_es, old_es->eidx,
+					      old_es->nr);
+		return exfat_dir_iter_release(&it) ?: err;
 	}
+
+	err = exfat_meta_write_all(dir->i_sb);
+	if (err)
+		return err;
 	exfat_dir_iter_init(&it, dir);
-	it.sync = IS_DIRSYNC(dir) || !in_place;
-	it.fua = !in_place;
+	it.sync = true;
+	it.fua = true;
 	err = exfat_put_entry_set(&it, new_es);
-	if (!err && in_place && new_es->nr < old_es->nr)
-		err = exfat_delete_entries(&it, old_es->eidx + new_es->nr,
-					   old_es->nr - new_es->nr);
 	err = exfat_dir_iter_release(&it) ?: err;
-	if (err || in_place)
+	if (err)
 		return err;
 
 	exfat_dir_iter_init(&it, old_dir);
@@ -804,7 +825,8 @@ static struct inode *exfat_case_variant(struct inode *dir,
 /*
  * Rename: a replaced file's set goes first (it is being replaced anyway,
  * and two sets of one name must never coexist), then the new set is
- * written, then the old one removed: the file always has a name.
+ * written, then the old one removed: the file always has a name.  When
+ * all three are in one sector, they are one write.
  */
 static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			struct dentry *old_dentry, struct inode *new_dir,
@@ -816,6 +838,8 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	struct exfat_entry_set *old_es = NULL, *new_es;
 	struct inode *put_target = NULL;
+	unsigned int target_nr = 0;
+	u32 target_eidx = 0;
 	int err;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
@@ -858,7 +882,8 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			err = -EEXIST;
 			goto out;
 		}
-		err = exfat_remove_set(new_dir, target);
+		target_eidx = EXFAT_I(target)->eidx;
+		err = exfat_remove_set(new_dir, target, &target_nr);
 		if (err)
 			goto out;
 		if (S_ISDIR(target->i_mode))
@@ -870,6 +895,17 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	}
 
 	err = exfat_place_set(new_dir, new_es, old_dir == new_dir ? old_es : NULL);
+	if (!err && target_nr && old_dir == new_dir &&
+	    exfat_same_sector(sb, new_es->eidx, new_es->nr, old_es->eidx,
+			      old_es->nr) &&
+	    !exfat_same_sector(sb, target_eidx, target_nr, old_es->eidx,
+			       old_es->nr))
+		/*
+		 * The move will be one sector write left to writeback, the
+		 * replaced set's removal is in another sector: it goes
+		 * first, or a crash could keep both sets of the name.
+		 */
+		err = exfat_sync_entry(new_dir, target_eidx);
 	if (err)
 		goto out;
 	mutex_lock(&ei->pos_lock);

@@ -1098,6 +1098,48 @@ def sets_never_straddle_sectors():
             assert_eq(set(os.listdir(f"{mnt}/d")), names, "in-tree listing")
 
 
+@test(timeout=300)
+def renames_in_one_sector_are_one_write():
+    """A rename within a directory whose new entry set needs more slots
+    than the old one had takes free slots in the old set's sector when
+    there are some: the new set and the removal of the old one are then
+    one sector write, which a power cut leaves whole or not at all.  Also
+    over an existing name in that sector.  The in-tree driver agrees."""
+    import rawfs
+    longer = "g0" + "x" * 29                # 5 entries instead of 3
+    want = {"f0": 0, "f3": 0, "f4": 0, longer: 1, "u": 1, "g4": 1}
+    with Image(size_mb=16, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            os.mkdir(f"{mnt}/d")
+            # 3 entries each, 5 sets a sector: f* in sector 0, the rest 1
+            for n in ("f0", "f1", "f2", "f3", "f4", "g0", "g1", "t", "u",
+                      "g4"):
+                with open(f"{mnt}/d/{n}", "wb") as f:
+                    f.write(n.encode() * 100)
+            for n in ("f1", "f2", "g1"):    # the first free run: sector 0
+                os.unlink(f"{mnt}/d/{n}")
+            os.rename(f"{mnt}/d/g0", f"{mnt}/d/{longer}")
+            os.rename(f"{mnt}/d/t", f"{mnt}/d/u")   # over u
+        v = rawfs.Volume(img.dev)
+        try:
+            s, _ = v.lookup("d")
+            per = v.sect // 32
+            sets = {st.name: st for st in v.sets(v.dir_clusters(s))}
+            assert_eq(sorted(sets), sorted(want), "names on disk")
+            for name, st in sets.items():
+                assert_eq(st.eidx // per, want[name],
+                          f"sector of set {name!r} (entry {st.eidx})")
+        finally:
+            v.close()
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_eq(sorted(os.listdir(f"{mnt}/d")), sorted(want),
+                      "in-tree listing")
+            with open(f"{mnt}/d/u", "rb") as f:
+                assert_eq(f.read(), b"t" * 100, "u holds t's data")
+            with open(f"{mnt}/d/{longer}", "rb") as f:
+                assert_eq(f.read(), b"g0" * 100, "the renamed file's data")
+
+
 def _make_two_fats(dev, active, media_failure):
     """Turn a fresh mkfs.exfat volume into one with NumberOfFats = 2: a
     copy of the FAT after the first, a second allocation bitmap (its
