@@ -29,7 +29,9 @@ produce passes):
     new entry set and deletes the old one is exposed between those two
     writes, and a careful driver even flushes between them (the other
     order, or no flush, risks a file with no name at all after a crash,
-    which is a "missing" failure here).
+    which is a "missing" failure here).  It stays soft only if fsck.exfat
+    -y repairs a copy so that, mounted, each such file or directory still
+    holds all it held under at least one of its names; else it fails.
   * the image mounts read-only and every file and directory of the tree
     can be listed and read without error;
   * for every sync point S that is durable at this state (its mark lies
@@ -858,6 +860,40 @@ class Laps:
         return {k: round(v, 1) for k, v in self.acc.items()}
 
 
+def repair_loses(dev, tree, pairs, mnt, opts="",
+                 scratch="/tmp/exfat2-images/dup-repair.img"):
+    """Repair a copy of dev with fsck.exfat -y and mount it read-only at
+    mnt: each file or directory that tree (walk() of dev) shows under the
+    names of one of pairs must keep, under at least one of them, what it
+    held (the whole subtree, for a directory).  Returns what was lost, or
+    ""."""
+    def sub(t, p):
+        return {k[len(p):]: v for k, v in t.items()
+                if k == p or k.startswith(p + "/")}
+    _sparse_copy(dev, scratch)
+    loop = None
+    try:
+        rc, lines = _fsck(scratch, "-y")
+        if rc not in (0, 1):
+            return f"fsck.exfat -y exit status {rc}: {lines}"
+        loop = sh(f"losetup -f --show -r {scratch}").stdout.strip()
+        os.makedirs(mnt, exist_ok=True)
+        sys_mount(loop, mnt, opts, ro=True)
+        try:
+            rtree, errors = walk(mnt)
+        finally:
+            sys_umount(mnt)
+        if errors:
+            return f"reading the repaired copy: {errors[:3]}"
+        lost = [" and ".join(ps) for ps in pairs
+                if not any(sub(rtree, p) == sub(tree, p) for p in ps)]
+        return "; ".join(f"neither of {x} holds all it held" for x in lost)
+    finally:
+        if loop:
+            sh(f"losetup -d {loop}", check=False)
+        os.unlink(scratch)
+
+
 class Checker:
     """Checks crash states of one device (fsck, ro mount, requirements)."""
 
@@ -934,8 +970,9 @@ class Checker:
         """fsck found entries sharing clusters.  If the tree shows one
         file or directory under two names it had (an unfinished rename),
         that is the window exFAT cannot avoid (see _FSCK_DUP): soft unless
-        self.rename_window_soft is cleared."""
-        memo, twice, names = {}, [], set()
+        self.rename_window_soft is cleared, provided fsck.exfat -y repairs
+        it without loss (repair_loses); else a failure."""
+        memo, twice, names, pairs = {}, [], set(), []
         for e in self.model.ents.values():
             if e is self.model.root or len(e.locs) < 2:
                 continue
@@ -944,6 +981,7 @@ class Checker:
             if len(here) >= 2:
                 twice.append(" and ".join(here))
                 names.update(here)
+                pairs.append(here)
         # Every entry fsck found sharing clusters must be such a name (fsck
         # reports the second one it meets of each pair, and does not look
         # inside a directory it reported).
@@ -952,8 +990,15 @@ class Checker:
         if not twice or not all(d in names for d in dups):
             self._fail(where, "fsck", out)
             return
+        lost = repair_loses(self.dev, tree, pairs, self.mnt + "-repaired",
+                            self.opts)
+        if lost:
+            self._fail(where, "fsck", f"{out}\n-- fsck.exfat -y on a copy "
+                       f"loses data: {lost}")
+            return
         self._fail(where, "rename-window",
-                   f"renamed entries present under both names: "
+                   f"renamed entries present under both names (fsck.exfat "
+                   f"-y repairs a copy without loss): "
                    f"{'; '.join(twice)}; fsck: {out}",
                    soft=self.rename_window_soft)
 
