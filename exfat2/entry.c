@@ -249,6 +249,8 @@ static int __exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx,
 	unsigned int i;
 	int err = 0;
 
+	if (it->dir && eidx < EXFAT_I(it->dir)->free_hint)
+		EXFAT_I(it->dir)->free_hint = eidx;
 	for (i = 0; i < nr && !err; i++) {
 		de = exfat_dir_iter_get(it, eidx + i);
 		if (IS_ERR(de))
@@ -432,22 +434,29 @@ static int exfat_grow_dir(struct inode *dir)
  * placed inside one (see exfat_close_sector_tail()), except at an
  * end-of-directory entry in mid-sector, which only a directory last
  * written by another implementation has: entries skipped there would be
- * end-of-directory entries in front of the set.
+ * end-of-directory entries in front of the set.  The search starts at
+ * the directory's free_hint (the caller holds dir's i_rwsem exclusive),
+ * so filling a directory does not rescan it from the start every time.
  */
 int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
+	struct exfat_inode_info *ei = EXFAT_I(dir);
 	struct exfat_dir_iter it;
 	const union exfat_dentry *de;
-	u32 i, run, total, first = 0, eod;
+	u32 i, run, total, first = 0, eod, free;
 	int err = 0;
 
+	lockdep_assert_held_write(&dir->i_rwsem);
 	for (;;) {
 		total = exfat_dir_entries(dir);
 		run = 0;
 		eod = total;
+		/* from the start of the hint's sector: a run may begin there */
+		i = min(ei->free_hint, total) & ~(per_sect - 1);
+		free = total;
 		exfat_dir_iter_init(&it, dir);
-		for (i = 0; i < total; i++) {
+		for (; i < total; i++) {
 			de = exfat_dir_iter_get(&it, i);
 			if (IS_ERR(de)) {
 				err = PTR_ERR(de);
@@ -457,6 +466,8 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 				run = 0;
 				continue;
 			}
+			if (free == total)
+				free = i;
 			if (de->generic.type == EXFAT_TYPE_EOD && eod == total)
 				eod = i;
 			if (++run < nr)
@@ -471,8 +482,11 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 			return err;
 		if (i < total) {
 			*eidx = first;
+			/* nothing unused before the set: look after it next */
+			ei->free_hint = free == first ? first + nr : free;
 			return 0;
 		}
+		ei->free_hint = free;
 		/* rescanned: a free run at the end continues into it */
 		err = exfat_grow_dir(dir);
 		if (err)

@@ -227,6 +227,13 @@ struct exfat_inode_info {
 	 * a hint: read and written with READ/WRITE_ONCE, checked by use.
 	 */
 	u32		find_hint;
+	/*
+	 * Directories: no unused entry lies before free_hint, so the search
+	 * for free slots starts there.  Written under the directory's
+	 * i_rwsem held exclusive, as every change of which entries are in
+	 * use is (exfat_find_slots, __exfat_delete_entries).
+	 */
+	u32		free_hint;
 
 	/* completed writeback, handled in process context; see file.c */
 	spinlock_t	ioend_lock;

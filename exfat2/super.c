@@ -126,6 +126,7 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->deleted = false;
 	ei->disk_valid = 0;
 	ei->find_hint = 0;
+	ei->free_hint = 0;
 	ei->tail_clean = true;
 	ei->ext = NULL;
 	ei->nr_ext = 0;

@@ -1140,6 +1140,38 @@ def renames_in_one_sector_are_one_write():
                 assert_eq(f.read(), b"g0" * 100, "the renamed file's data")
 
 
+@test(timeout=300)
+def freed_slots_reused_first():
+    """Creates search for free slots from where the last search ended,
+    but slots freed before that point are found again: a file deleted
+    near the start of a directory leaves slots the next create takes,
+    and the directory does not grow while it has room."""
+    import rawfs
+    with Image(size_mb=16, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            os.mkdir(f"{mnt}/d")
+            # 3 entries a set, 5 sets a 512-byte sector (rule 7): 7 of
+            # the cluster's 8 sectors
+            for i in range(35):
+                open(f"{mnt}/d/f{i:02d}", "wb").close()
+            os.unlink(f"{mnt}/d/f00")
+            os.unlink(f"{mnt}/d/f17")
+            for n in ("g0", "g1", "g2", "g3"):   # two holes, then the end
+                open(f"{mnt}/d/{n}", "wb").close()
+            size = os.stat(f"{mnt}/d").st_size
+        assert_eq(size, 4096, "directory size: it had room")
+        v = rawfs.Volume(img.dev)
+        try:
+            s, _ = v.lookup("d")
+            where = {st.name: st.eidx for st in v.sets(v.dir_clusters(s))}
+        finally:
+            v.close()
+        assert_eq((where["g0"], where["g1"]), (0, 54),
+                  "the freed slots taken first, in order")
+        assert_eq(sorted((where["g2"], where["g3"])), [112, 115],
+                  "then the end of the directory")
+
+
 def _make_two_fats(dev, active, media_failure):
     """Turn a fresh mkfs.exfat volume into one with NumberOfFats = 2: a
     copy of the FAT after the first, a second allocation bitmap (its
