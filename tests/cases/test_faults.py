@@ -37,6 +37,7 @@ debug kernel (make check runs these in its debug pass only).
 import errno
 import os
 import random
+import re
 import sys
 
 import crashlib
@@ -350,8 +351,30 @@ def _round(kind, prob, seed, clu, opts):
                 dm.close()
 
 
+# What exfat2 says when it applies the errors= policy (exfat_fs_error,
+# exfat_meta_check): under errors=remount-ro the volume must then be
+# read-only.
+_POLICY_RE = re.compile(r"exfat2 \((\S+)\): (corruption|lost a metadata "
+                        r"write)")
+
+
+def _kmsg_since(t=None):
+    """(kernel log lines stamped after t, the last stamp)."""
+    out, last = [], t or 0.0
+    for ln in sh("dmesg", check=False).stdout.splitlines():
+        m = re.match(r"\[\s*(\d+\.\d+)\]", ln)
+        if not m:
+            continue
+        stamp = float(m.group(1))
+        if t is None or stamp > t:
+            out.append(ln)
+        last = max(last, stamp)
+    return out, last
+
+
 def _round_on(kind, prob, seed, clu, opts, lower, dm):
     dev = dm.dev if dm else lower
+    _, before = _kmsg_since()
     with mount(dev, opts=opts) as mnt:
         wl = Workload(mnt, seed, clu)
         wl.run(5)                       # something to start from
@@ -363,6 +386,12 @@ def _round_on(kind, prob, seed, clu, opts, lower, dm):
             wl.run(OPS)
             wl.before_op = None
         ro = "ro" in sh(f"findmnt -no OPTIONS {mnt}").stdout.split(",")
+        policy = [ln for ln in _kmsg_since(before)[0]
+                  if _POLICY_RE.search(ln)]
+        if policy and "errors=continue" not in opts and not ro:
+            fail(f"{kind} {prob}% seed {seed}: errors=remount-ro, the "
+                 f"driver reported '{policy[0].strip()}' but the volume "
+                 "is still read-write")
         # with the faults gone the volume must still take writes
         # (unless it went read-only) and write back
         if not ro:
