@@ -388,6 +388,39 @@ static int exfat_chain_contiguous(struct inode *inode,
 	return exfat_extents_from_contiguous(inode);
 }
 
+/* Clear the bitmap bits of a run for good; with alloc_lock held. */
+static void exfat_release_run(struct super_block *sb, u32 clu, u32 len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	exfat_bitmap_set_range(sb, clu, len, false);
+	sbi->free_clusters += len;
+}
+
+/*
+ * Give the directory pool's clusters back to the allocator: sync and
+ * unmount, so that the bitmap on disk has no bit without an owner, and an
+ * allocation short of space.  Nothing ever referred to them.
+ */
+static void __exfat_dir_pool_drain(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	while (sbi->dir_pool_nr)
+		exfat_release_run(sb, sbi->dir_pool[--sbi->dir_pool_nr], 1);
+}
+
+void exfat_dir_pool_drain(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	mutex_lock(&sbi->alloc_lock);
+	__exfat_dir_pool_drain(sb);
+	mutex_unlock(&sbi->alloc_lock);
+}
+
 /**
  * exfat_alloc_clusters - grow an inode's cluster chain
  * @inode: file or directory, with map_lock held exclusive
@@ -426,6 +459,8 @@ int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero)
 			return err;
 		mutex_lock(&sbi->alloc_lock);
 	}
+	if (need > sbi->free_clusters)
+		__exfat_dir_pool_drain(sb);
 	if (need > sbi->free_clusters) {
 		err = -ENOSPC;
 		goto out;
@@ -487,16 +522,6 @@ struct exfat_pending_free {
 	u32		clu;
 	u32		len;
 };
-
-/* Clear the bitmap bits of a run for good; with alloc_lock held. */
-static void exfat_release_run(struct super_block *sb, u32 clu, u32 len)
-{
-	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-
-	lockdep_assert_held(&sbi->alloc_lock);
-	exfat_bitmap_set_range(sb, clu, len, false);
-	sbi->free_clusters += len;
-}
 
 /*
  * Free the run [clu, clu + len).  Its bits stay set in the bitmap until
@@ -738,11 +763,20 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 	exfat_fat_cursor_release(&cur);
 }
 
-/* Allocate one zeroed cluster for a new directory. */
+/*
+ * Allocate one zeroed cluster for a new directory.  It must be zero and
+ * marked in use on disk before the new entry set points to it, which
+ * costs a write and a cache flush: so a batch of clusters (up to 256 KiB)
+ * is prepared at once and the rest kept in sbi->dir_pool, for the next
+ * directories.  A crash leaks what the pool holds (bitmap bits without an
+ * owner, which fsck.exfat ignores); sync and unmount give it back.
+ */
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	u32 len;
+	u32 batch = clamp_t(u32, SZ_256K >> sbi->clu_shift, 1,
+			    EXFAT_DIR_POOL_MAX + 1);
+	u32 i, len;
 	int err;
 
 	if (!READ_ONCE(sbi->free_clusters) && READ_ONCE(sbi->pending_clusters)) {
@@ -751,23 +785,40 @@ int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 			return err;
 	}
 	mutex_lock(&sbi->alloc_lock);
+	if (sbi->dir_pool_nr) {
+		*clu = sbi->dir_pool[--sbi->dir_pool_nr];
+		mutex_unlock(&sbi->alloc_lock);
+		return 0;
+	}
 	if (!sbi->free_clusters ||
-	    !exfat_find_free_run(sb, sbi->alloc_hint, 1, clu, &len)) {
+	    !exfat_find_free_run(sb, sbi->alloc_hint,
+				 min(batch, sbi->free_clusters), clu, &len)) {
 		mutex_unlock(&sbi->alloc_lock);
 		return -ENOSPC;
 	}
 	exfat_set_vol_dirty(sb);
-	exfat_bitmap_set_range(sb, *clu, 1, true);
-	sbi->free_clusters--;
-	sbi->alloc_hint = *clu + 1;
+	exfat_bitmap_set_range(sb, *clu, len, true);
+	sbi->free_clusters -= len;
+	sbi->alloc_hint = *clu + len;
 	mutex_unlock(&sbi->alloc_lock);
 
 	/* zeroed and marked in use on disk before an entry points to it */
-	err = exfat_zero_clusters_sync(sb, *clu, 1);
+	err = exfat_zero_clusters_sync(sb, *clu, len);
 	if (!err)
 		err = exfat_sync_alloc(sb, U64_MAX);
-	if (err)
-		exfat_free_dir_cluster(sb, *clu);
+	mutex_lock(&sbi->alloc_lock);
+	if (err) {
+		exfat_free_run(sb, *clu, len);
+	} else {
+		/* another task may have filled the pool meanwhile */
+		for (i = 1; i < len; i++) {
+			if (sbi->dir_pool_nr < EXFAT_DIR_POOL_MAX)
+				sbi->dir_pool[sbi->dir_pool_nr++] = *clu + i;
+			else
+				exfat_release_run(sb, *clu + i, 1);
+		}
+	}
+	mutex_unlock(&sbi->alloc_lock);
 	return err;
 }
 

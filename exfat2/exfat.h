@@ -95,6 +95,7 @@ enum {
 };
 
 #define EXFAT_SET_LOCKS		64
+#define EXFAT_DIR_POOL_MAX	16
 
 /* One contiguous run of clusters of a file: file cluster fclu maps to clu. */
 struct exfat_extent {
@@ -136,6 +137,12 @@ struct exfat_sb_info {
 	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
 	u32		pending_clusters;
 	u64		alloc_seq;	/* bumped by every allocation */
+	/*
+	 * Clusters for new directories, zeroed and marked in use on disk,
+	 * durably (exfat_alloc_dir_cluster); not counted in free_clusters.
+	 */
+	u32		dir_pool[EXFAT_DIR_POOL_MAX];
+	unsigned int	dir_pool_nr;
 
 	/* alloc_sync_lock serialises syncs of the FAT and bitmap */
 	struct mutex	alloc_sync_lock;
@@ -392,6 +399,7 @@ int exfat_commit_frees(struct super_block *sb);
 void exfat_drop_pending_frees(struct super_block *sb);
 int exfat_sync_alloc(struct super_block *sb, u64 seq);
 int exfat_zero_clusters_sync(struct super_block *sb, u32 clu, u32 n);
+void exfat_dir_pool_drain(struct super_block *sb);
 int exfat_free_clusters(struct inode *inode, u32 keep);
 void exfat_free_secondary_alloc(struct super_block *sb,
 				const union exfat_dentry *de);

@@ -216,6 +216,7 @@ static int exfat_sync_fs(struct super_block *sb, int wait)
 		return 0;
 	/* ValidDataLength updates of completed writeback */
 	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
+	exfat_dir_pool_drain(sb);
 	err = exfat_commit_frees(sb);
 	if (!err)
 		err = sync_blockdev(sb->s_bdev) ?: exfat_meta_check(sb);
@@ -238,6 +239,8 @@ static void exfat_inode_init_once(void *obj)
 static void exfat_put_super(struct super_block *sb)
 {
 	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
+	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb))
+		exfat_dir_pool_drain(sb);
 	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb) &&
 	    !exfat_commit_frees(sb) && !sync_blockdev(sb->s_bdev) &&
 	    !exfat_meta_check(sb))

@@ -21,7 +21,7 @@ import time
 import zlib
 
 from lib import (Image, TestFailure, assert_eq, assert_true, expect_errno,
-                 fail, fsck_clean, log, mount, test)
+                 fail, fsck_clean, log, mount, test, umount)
 from tree import pattern, write_file
 from wtree import (ALL_FIELDS, ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN,
                    ATTR_READONLY, ATTR_SYSTEM, FUSE_FIELDS, RENAME_EXCHANGE,
@@ -1170,6 +1170,39 @@ def freed_slots_reused_first():
                   "the freed slots taken first, in order")
         assert_eq(sorted((where["g2"], where["g3"])), [112, 115],
                   "then the end of the directory")
+
+
+def _dev_stat(dev):
+    """(writes, flushes) the block layer completed for dev."""
+    with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
+        v = f.read().split()
+    return int(v[4]), int(v[15])
+
+
+@test(timeout=300)
+def mkdir_flushes_batched():
+    """A new directory's cluster must be zero and allocated on disk
+    before its entry points to it: a write and a cache flush.  exfat2
+    prepares a batch of such clusters at a time (up to 256 KiB), so 40
+    mkdirs cost a handful of flushes, not 40.  sync gives the unused
+    ones back: the free count after a remount is the one before it."""
+    with Image(size_mb=64, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            w0, f0 = _dev_stat(img.dev)
+            for i in range(40):
+                os.mkdir(f"{mnt}/d{i}")
+            w1, f1 = _dev_stat(img.dev)
+            log(f"40 mkdirs: {w1 - w0} writes, {f1 - f0} flushes")
+            assert_true(f1 - f0 <= 8, f"40 mkdirs: {f1 - f0} flushes")
+            os.sync()
+            free = os.statvfs(mnt).f_bfree
+            umount(mnt)
+        with mount(img.dev) as mnt:
+            assert_eq(os.statvfs(mnt).f_bfree, free,
+                      "free blocks after the remount")
+            assert_eq(len(os.listdir(mnt)), 40, "directories")
+            os.mkdir(f"{mnt}/d0/sub")
+            assert_eq(os.listdir(f"{mnt}/d0"), ["sub"], "a new subdirectory")
 
 
 def _make_two_fats(dev, active, media_failure):
