@@ -44,6 +44,7 @@ LOGS := $(CACHE)/logs$(subst /,_,$(CURDIR))
 CHECKPATCH := $(CACHE)/checkpatch/scripts/checkpatch.pl
 KSRC_TAR := $(lastword $(wildcard /usr/src/linux-source-6.12.tar.xz))
 LINT_FILES = $(filter-out %.mod.c,$(wildcard exfat2/*.[ch])) tests/selftest/warn/warn_on_load.c
+USER_LINT_FILES = tests/tools/fsx-lite.c
 # Test tools built on the host (the guest sees the checkout read-only).
 TOOLS := tests/tools/fsx-lite
 TEST_ARGS = $(if $(KERNEL),--kernel $(KERNEL)) --kdir $(KDIR) $(T)
@@ -113,10 +114,14 @@ _lint: $(CHECKPATCH)
 	@mkdir -p $(LOGS)
 	@$(CHECKPATCH) --strict --no-tree -q --show-types -f $(LINT_FILES) \
 		>$(LOGS)/lint.log 2>&1 || true
+	@# userspace C: no kernel attribute macros, <inttypes.h> names
+	@$(CHECKPATCH) --strict --no-tree -q --show-types \
+		--ignore PREFER_DEFINED_ATTRIBUTE_MACRO,CAMELCASE \
+		-f $(USER_LINT_FILES) >>$(LOGS)/lint.log 2>&1 || true
 	@cat $(LOGS)/lint.log
 	@if grep -qE '^(ERROR|WARNING|CHECK)' $(LOGS)/lint.log; then \
 		echo "lint: checkpatch found the problems above"; exit 1; fi
-	@echo "lint: $(words $(LINT_FILES)) files clean"
+	@echo "lint: $(words $(LINT_FILES) $(USER_LINT_FILES)) files clean"
 
 $(CHECKPATCH):
 	@test -n "$(KSRC_TAR)" || { echo "no /usr/src/linux-source-6.12.tar.xz (scripts/setup.sh)"; exit 1; }

@@ -252,7 +252,8 @@ static void close_file(void)
 		die(2, "close: %s", strerror(errno));
 	if (dfd >= 0 && close(dfd))
 		die(2, "close O_DIRECT fd: %s", strerror(errno));
-	fd = dfd = -1;
+	fd = -1;
+	dfd = -1;
 }
 
 static void check_file(const char *why)
@@ -597,7 +598,7 @@ static void run_cmd(const char *why)
 	check_file(why);
 }
 
-static void probe(void)
+static void probe_direct_io(void)
 {
 	char *ppath;
 	int pfd, op;
@@ -670,7 +671,8 @@ static void probe(void)
 		if (r != dio_align) {
 			if (errno != EINVAL)
 				die(2, "probing O_DIRECT: %s", strerror(errno));
-			enabled[OP_DREAD] = enabled[OP_DWRITE] = false;
+			enabled[OP_DREAD] = false;
+			enabled[OP_DWRITE] = false;
 			snprintf(unsupported + strlen(unsupported),
 				 sizeof(unsupported) - strlen(unsupported),
 				 " dread,dwrite(EINVAL)");
@@ -698,14 +700,22 @@ static void exclude(char *list)
 	}
 }
 
-static int64_t number(const char *s)
+static int64_t parse_size(const char *s)
 {
 	char *end;
 	int64_t v = strtoll(s, &end, 0);
 
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
 	}
 	if (*end || v < 0) {
 		fprintf(stderr, "fsx-lite: bad number '%s'\n", s);
@@ -716,8 +726,7 @@ static int64_t number(const char *s)
 
 static void __attribute__((noreturn)) usage(void)
 {
-	fprintf(stderr,
-"usage: fsx-lite [options] FILE\n"
+	fputs("usage: fsx-lite [options] FILE\n"
 "  -N n     operations (default 3000)\n"
 "  -S seed  random seed (default: from the clock; always printed)\n"
 "  -l len   maximum file size (default 2M)\n"
@@ -734,7 +743,7 @@ static void __attribute__((noreturn)) usage(void)
 "  -A n     O_DIRECT alignment (default 4096)\n"
 "  -L n     operations shown from the log on failure (default 200)\n"
 "  -s path  at the end write the expected contents to path\n"
-"  -v       print every operation\n");
+"  -v       print every operation\n", stderr);
 	exit(64);
 }
 
@@ -748,20 +757,48 @@ int main(int argc, char **argv)
 		enabled[op] = true;
 	while ((c = getopt(argc, argv, "N:S:l:o:c:d:M:m:x:A:L:s:v")) != -1) {
 		switch (c) {
-		case 'N': nops = number(optarg); break;
-		case 'S': seed = strtoull(optarg, NULL, 0); seeded = true; break;
-		case 'l': maxlen = number(optarg); break;
-		case 'o': maxop = number(optarg); break;
-		case 'c': check_every = number(optarg); break;
-		case 'd': drop_every = number(optarg); break;
-		case 'M': cmd = optarg; break;
-		case 'm': cmd_every = number(optarg); break;
-		case 'x': exclude(optarg); break;
-		case 'A': dio_align = number(optarg); break;
-		case 'L': log_tail = number(optarg); break;
-		case 's': save_path = optarg; break;
-		case 'v': verbose = 1; break;
-		default: usage();
+		case 'N':
+			nops = parse_size(optarg);
+			break;
+		case 'S':
+			seed = strtoull(optarg, NULL, 0);
+			seeded = true;
+			break;
+		case 'l':
+			maxlen = parse_size(optarg);
+			break;
+		case 'o':
+			maxop = parse_size(optarg);
+			break;
+		case 'c':
+			check_every = parse_size(optarg);
+			break;
+		case 'd':
+			drop_every = parse_size(optarg);
+			break;
+		case 'M':
+			cmd = optarg;
+			break;
+		case 'm':
+			cmd_every = parse_size(optarg);
+			break;
+		case 'x':
+			exclude(optarg);
+			break;
+		case 'A':
+			dio_align = parse_size(optarg);
+			break;
+		case 'L':
+			log_tail = parse_size(optarg);
+			break;
+		case 's':
+			save_path = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind != argc - 1 || maxlen < 4096 || maxop < 1 || dio_align < 512 ||
@@ -782,7 +819,7 @@ int main(int argc, char **argv)
 			   4 * max64(dio_align, 65536)))
 		die(2, "out of memory");
 
-	probe();
+	probe_direct_io();
 	for (op = 0; op < OP_NR; op++)
 		if (enabled[op])
 			total += op_weight[op];
@@ -809,15 +846,30 @@ int main(int argc, char **argv)
 			r -= op_weight[op];
 		}
 		e->op = op;
-		e->size_before = e->size_after = fsize;
+		e->size_before = fsize;
+		e->size_after = fsize;
 		switch (op) {
-		case OP_READ: do_read(e); break;
-		case OP_WRITE: do_write(e); break;
-		case OP_MAPREAD: do_mapread(e); break;
-		case OP_MAPWRITE: do_mapwrite(e); break;
-		case OP_DREAD: do_dread(e); break;
-		case OP_DWRITE: do_dwrite(e); break;
-		case OP_TRUNCATE: do_truncate(e); break;
+		case OP_READ:
+			do_read(e);
+			break;
+		case OP_WRITE:
+			do_write(e);
+			break;
+		case OP_MAPREAD:
+			do_mapread(e);
+			break;
+		case OP_MAPWRITE:
+			do_mapwrite(e);
+			break;
+		case OP_DREAD:
+			do_dread(e);
+			break;
+		case OP_DWRITE:
+			do_dwrite(e);
+			break;
+		case OP_TRUNCATE:
+			do_truncate(e);
+			break;
 		case OP_FSYNC:
 			if (fsync(fd))
 				die(2, "fsync: %s", strerror(errno));
@@ -830,7 +882,9 @@ int main(int argc, char **argv)
 			close_file();
 			open_file(false);
 			break;
-		default: do_falloc(e); break;
+		default:
+			do_falloc(e);
+			break;
 		}
 		e->size_after = fsize;
 		if (e->skipped)
