@@ -75,15 +75,7 @@ PREFIX = {"ours": "exfat2 (", "intree": "exFAT-fs ("}
 WORKDIR = "/tmp/exfat2-fuzz"
 MNT = "/mnt/fuzz"
 
-# Kernel messages that mean a splat (tests/guest/runner.py SPLAT_RE).
-SPLAT_RE = re.compile(
-    r"BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|KFENCE:"
-    r"|kernel BUG|possible circular locking|possible recursive locking"
-    r"|inconsistent lock state|lockdep|DEBUG_LOCKS_WARN_ON"
-    r"|INFO: task .* blocked for more than|soft lockup|hard LOCKUP"
-    r"|rcu_sched self-detected stall|rcu: INFO:"
-    r"|kmemleak:.*(unreferenced object|suspected memory leak)"
-    r"|unreferenced object 0x|Kernel panic|Call Trace:")
+SPLAT_RE = lib.SPLAT_RE
 
 # ioctls
 LOOP_CTL_GET_FREE = 0x4C82
@@ -122,28 +114,11 @@ def ename(e):
 # Kernel log
 
 
-class Kmsg:
-    def __init__(self):
-        self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
-        os.lseek(self.fd, 0, os.SEEK_END)
+class Kmsg(lib.Kmsg):
+    """Kernel log records as fuzz.py uses them: (level, facility, text)."""
 
     def read(self):
-        """[(level, facility, text)] since the last call."""
-        recs = []
-        while True:
-            try:
-                data = os.read(self.fd, 16384)
-            except BlockingIOError:
-                return recs
-            except BrokenPipeError:
-                recs.append((0, 0, "[fuzz: kernel log records were lost]"))
-                continue
-            head, _, rest = data.decode("utf-8", "replace").partition(";")
-            pri = int(head.split(",")[0])
-            recs.append((pri & 7, pri >> 3, rest.split("\n", 1)[0]))
-
-    def close(self):
-        os.close(self.fd)
+        return [(r.level, r.facility, r.text) for r in super().read()]
 
 
 def kmsg_write(msg):

@@ -62,8 +62,10 @@ API
         set, for other kernels than the packaged one).
 """
 
+import collections
 import errno as _errno
 import os
+import re
 import subprocess
 
 REPO = os.environ.get("EXFAT2_REPO",
@@ -301,6 +303,49 @@ class Image:
             sh(f"losetup -d {self.dev}", check=False)
         if self.path and os.path.exists(self.path):
             os.unlink(self.path)
+
+
+# Kernel messages that mean a splat and fail a test.  Keep in sync with
+# SPLAT_RE in tools/vm/vm.sh.
+SPLAT_RE = re.compile(
+    r"BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|KFENCE:"
+    r"|kernel BUG|possible circular locking|possible recursive locking"
+    r"|inconsistent lock state|lockdep|DEBUG_LOCKS_WARN_ON"
+    r"|INFO: task .* blocked for more than|soft lockup|hard LOCKUP"
+    r"|rcu_sched self-detected stall|rcu: INFO:"
+    r"|kmemleak:.*(unreferenced object|suspected memory leak)"
+    r"|unreferenced object 0x|Kernel panic|Call Trace:")
+
+KmsgRecord = collections.namedtuple("KmsgRecord", "level facility ts text")
+
+
+class Kmsg:
+    """Reads the kernel log records that arrive after it is made."""
+
+    def __init__(self):
+        self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+        os.lseek(self.fd, 0, os.SEEK_END)
+
+    def read(self):
+        """[KmsgRecord] of the records since the last call."""
+        recs = []
+        while True:
+            try:
+                data = os.read(self.fd, 16384)
+            except BlockingIOError:
+                return recs
+            except BrokenPipeError:
+                recs.append(KmsgRecord(0, 0, 0.0,
+                                       "[kernel log records were lost]"))
+                continue
+            head, _, rest = data.decode("utf-8", "replace").partition(";")
+            fields = head.split(",")
+            pri = int(fields[0])
+            recs.append(KmsgRecord(pri & 7, pri >> 3, int(fields[2]) / 1e6,
+                                   rest.split("\n", 1)[0]))
+
+    def close(self):
+        os.close(self.fd)
 
 
 KMEMLEAK = "/sys/kernel/debug/kmemleak"

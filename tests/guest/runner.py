@@ -39,16 +39,7 @@ import lib  # noqa: E402
 CASE_DIRS = [os.path.join(TESTS, "cases")]
 SELFTEST_DIR = os.path.join(TESTS, "selftest")
 
-# Kernel messages that fail a test.  Keep in sync with SPLAT_RE in
-# tools/vm/vm.sh.
-SPLAT_RE = re.compile(
-    r"BUG:|WARNING:|Oops|general protection fault|KASAN:|UBSAN:|KFENCE:"
-    r"|kernel BUG|possible circular locking|possible recursive locking"
-    r"|inconsistent lock state|lockdep|DEBUG_LOCKS_WARN_ON"
-    r"|INFO: task .* blocked for more than|soft lockup|hard LOCKUP"
-    r"|rcu_sched self-detected stall|rcu: INFO:"
-    r"|kmemleak:.*(unreferenced object|suspected memory leak)"
-    r"|unreferenced object 0x|Kernel panic|Call Trace:")
+SPLAT_RE = lib.SPLAT_RE
 
 KILL_GRACE = 20     # seconds a killed test gets to disappear
 
@@ -83,30 +74,13 @@ def matches(name, filters):
     return not inc or any(_match_one(name, f) for f in inc)
 
 
-class Kmsg:
-    """Reads new kernel log records from /dev/kmsg."""
-
-    def __init__(self):
-        self.fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
-        os.lseek(self.fd, 0, os.SEEK_END)
+class Kmsg(lib.Kmsg):
+    """Kernel log records as the runner keeps them: (facility, text with
+    its time stamp)."""
 
     def read(self):
-        """Return [(facility, text)] of the records since the last call."""
-        recs = []
-        while True:
-            try:
-                data = os.read(self.fd, 16384)
-            except BlockingIOError:
-                return recs
-            except BrokenPipeError:
-                recs.append((0, "[runner: kernel log records were lost]"))
-                continue
-            head, _, rest = data.decode("utf-8", "replace").partition(";")
-            fields = head.split(",")
-            pri = int(fields[0])
-            ts = int(fields[2]) / 1e6
-            text = rest.split("\n", 1)[0]
-            recs.append((pri >> 3, f"[{ts:12.6f}] {text}"))
+        return [(r.facility, f"[{r.ts:12.6f}] {r.text}")
+                for r in super().read()]
 
 
 # Lines of a register/stack dump, skipped to find what a dump is about.
