@@ -8,6 +8,7 @@
 #include <linux/unaligned.h>
 #include <linux/blkdev.h>
 #include <linux/sort.h>
+#include <linux/sizes.h>
 #include "exfat.h"
 
 static unsigned int exfat_bitmap_bits_per_bh(const struct exfat_sb_info *sbi)

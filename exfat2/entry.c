@@ -8,6 +8,7 @@
 #include <linux/slab.h>
 #include <linux/hash.h>
 #include <linux/log2.h>
+#include <linux/sizes.h>
 #include "exfat.h"
 
 void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir)
@@ -157,15 +158,21 @@ const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 	sect = exfat_clu_to_sect(sbi, clu) +
 	       ((pos & (sbi->clu_size - 1)) >> sbi->sect_shift);
 	if (!it->bh || it->sect != sect) {
+		unsigned int shift = sbi->clu_shift - sbi->sect_shift;
 		struct buffer_head *bh;
+		u64 ra;
 
 		exfat_dir_iter_put_bh(it);
-		/* a directory is read front to back: prefetch its cluster */
-		if ((pos & (sbi->clu_size - 1)) == 0 &&
-		    sbi->clu_shift > sbi->sect_shift)
-			exfat_readahead_sectors(it->sb, sect,
-						1U << (sbi->clu_shift - sbi->sect_shift));
-		bh = exfat_read_sector(it->sb, sect);
+		/*
+		 * A directory is read front to back: a sector not in memory
+		 * comes with the rest of its contiguous run (the cluster, when
+		 * walking the FAT), up to 128 KiB.
+		 */
+		ra = it->dir ? it->run_clu + it->run_len - clu : 1;
+		ra = (ra << shift) - (sect - exfat_clu_to_sect(sbi, clu));
+		bh = exfat_read_sector_ra(it->sb, sect,
+					  min_t(u64, ra,
+						SZ_128K >> sbi->sect_shift));
 		if (IS_ERR(bh))
 			return ERR_CAST(bh);
 		it->bh = bh;

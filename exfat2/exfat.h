@@ -360,6 +360,8 @@ extern const size_t exfat_default_upcase_len;
 
 /* meta.c: the only user of buffer heads. */
 struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect);
+struct buffer_head *exfat_read_sector_ra(struct super_block *sb,
+					 sector_t sect, unsigned int ra);
 void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 			     unsigned int nr);
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);

@@ -3,6 +3,7 @@
  * The File Allocation Table (§4): reading entries, each checked where it is
  * used, and bounded chain walks.
  */
+#include <linux/sizes.h>
 #include "exfat.h"
 
 /*
@@ -20,7 +21,10 @@ static int exfat_fat_lookup(struct super_block *sb, struct exfat_fat_cursor *cur
 	if (!cur->bh || cur->sect != sect) {
 		struct buffer_head *bh;
 
-		bh = exfat_read_sector(sb, sect);
+		/* chains mostly run forward: read up to 32 KiB of FAT ahead */
+		bh = exfat_read_sector_ra(sb, sect,
+					  min_t(u64, SZ_32K >> sbi->sect_shift,
+						sbi->fat_start + sbi->fat_sectors - sect));
 		if (IS_ERR(bh))
 			return PTR_ERR(bh);
 		exfat_fat_cursor_release(cur);

@@ -47,6 +47,27 @@ struct buffer_head *exfat_read_sector(struct super_block *sb, sector_t sect)
 	return bh;
 }
 
+/*
+ * exfat_read_sector(), but when the sector is not in memory yet, the ra - 1
+ * sectors after it are read ahead with it: a directory or the FAT read
+ * front to back then costs a request per window, not one per sector.
+ */
+struct buffer_head *exfat_read_sector_ra(struct super_block *sb,
+					 sector_t sect, unsigned int ra)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct buffer_head *bh;
+
+	if (ra > 1 && sect < sbi->vol_sectors) {
+		bh = sb_find_get_block(sb, sect);
+		if (!bh || !buffer_uptodate(bh))
+			exfat_readahead_sectors(sb, sect,
+						min_t(u64, ra, sbi->vol_sectors - sect));
+		brelse(bh);
+	}
+	return exfat_read_sector(sb, sect);
+}
+
 void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 			     unsigned int nr)
 {
