@@ -750,6 +750,12 @@ static int exfat_exchange(struct inode *adir, struct dentry *adentry,
 		bnew = NULL;
 		goto out;
 	}
+	/*
+	 * Both places are chosen before either set is written.  They cannot
+	 * collide: each new set keeps its name's entry count and takes the
+	 * other file's benign secondaries, so at most one of them outgrows
+	 * the slots it replaces and needs free ones.
+	 */
 	err = exfat_place_set(adir, anew, aold);
 	if (!err)
 		err = exfat_place_set(bdir, bnew, bold);
