@@ -40,7 +40,9 @@
  *     Otherwise it writes the directory growth that may hold the new
  *     entry set, then the set with preflush + FUA, then at once the
  *     removal of the old one: a file always has a name, two only between
- *     the last two writes (exfat_move_set).
+ *     the last two writes (exfat_move_set).  RENAME_EXCHANGE is the
+ *     exception: it rewrites both sets in place, and a crash between
+ *     the two writes can leave a file with no name (exfat_exchange).
  *  6. fsync: data, then the FAT and bitmap, then the file's entry set,
  *     then the rest of the metadata, then a cache flush.
  *  7. An entry set that fits in a sector is written inside one, so it

@@ -732,6 +732,9 @@ static void exfat_renamed(struct inode *inode, struct inode *dir, u32 eidx)
 /*
  * RENAME_EXCHANGE: each name keeps its slots when it can and takes the
  * other file's entries.  Both inodes then live where the other one was.
+ * The two sets are written one after the other with no barrier between
+ * them: unless both are in one sector write, a crash between the two
+ * leaves one file without a name (write-ordering rule 5 in exfat.h).
  */
 static int exfat_exchange(struct inode *adir, struct dentry *adentry,
 			  struct inode *bdir, struct dentry *bdentry)
