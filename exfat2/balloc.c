@@ -713,7 +713,8 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 	struct exfat_fat_cursor cur = {};
 	u32 clu = le32_to_cpu(g->first_cluster);
 	u64 len = le64_to_cpu(g->data_length);
-	u32 n, i, next, run_start = 0, run_len = 0;
+	u32 n, i, next, free, run_start = 0, run_len = 0;
+	const char *why;
 
 	if (!(g->byte1 & EXFAT_FLAG_ALLOC_POSSIBLE) || !clu || !len)
 		return;
@@ -730,9 +731,14 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 	mutex_lock(&sbi->alloc_lock);
 	exfat_set_vol_dirty(sb);
 	for (i = 0; i < n; i++) {
-		if (!exfat_clu_valid(sbi, clu) || !exfat_clu_in_use(sb, clu)) {
-			exfat_fs_error(sb, "entry type %#x: allocation cluster %u invalid or free",
-				       g->type, clu);
+		/* never hand the bitmap or the up-case table to the allocator */
+		why = exfat_clu_valid(sbi, clu) ?
+		      exfat_check_run(sb, clu, 1, &free) : "cluster out of range";
+		if (!why && free)
+			why = "cluster marked free";
+		if (why) {
+			exfat_fs_error(sb, "entry type %#x: allocation cluster %u not freed (%s)",
+				       g->type, clu, why);
 			break;
 		}
 		if (run_len && clu == run_start + run_len) {

@@ -155,6 +155,15 @@ static int exfat_fill_inode(struct inode *inode, u8 dir_flags,
 	}
 
 	if (is_dir) {
+		/*
+		 * A directory's clusters past its end-of-directory entry are
+		 * never read, yet it owns them: check the whole chain now, so
+		 * that those the bitmap says are free are claimed before the
+		 * allocator hands them to a file (directories are small).
+		 */
+		err = exfat_map_prefill(inode, ei->alloc_clus - 1);
+		if (err)
+			return err;
 		inode->i_op = &exfat_dir_inode_operations;
 		inode->i_fop = &exfat_dir_operations;
 		err = exfat_count_subdirs(inode);

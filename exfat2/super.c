@@ -733,13 +733,16 @@ static int exfat_scan_root(struct super_block *sb, struct inode *root)
 	if (err)
 		return err;
 
-	/* the root's clusters read so far, checked now that it can be */
+	/*
+	 * The root's clusters read so far, checked now that they can be,
+	 * then the rest of its chain (see exfat_fill_inode()).
+	 */
 	down_write(&EXFAT_I(root)->map_lock);
 	for (i = 0; i < EXFAT_I(root)->nr_ext && !err; i++)
 		err = exfat_check_chain_run(root, EXFAT_I(root)->ext[i].clu,
 					    EXFAT_I(root)->ext[i].len);
 	up_write(&EXFAT_I(root)->map_lock);
-	return err;
+	return err ?: exfat_map_prefill(root, EXFAT_I(root)->alloc_clus - 1);
 }
 
 static int exfat_read_root(struct super_block *sb, struct inode **rootp)

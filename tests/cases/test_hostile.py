@@ -111,6 +111,14 @@ def _fill(mnt):
     return n
 
 
+def _fill_and_empty(mnt):
+    """_fill(), then remove every file it made (the last one partial)."""
+    n = _fill(mnt)
+    for i in range(n + 1):
+        if os.path.lexists(f"{mnt}/fill{i}"):
+            os.unlink(f"{mnt}/fill{i}")
+
+
 def _dmesg_has(text):
     return text in sh("dmesg").stdout
 
@@ -218,3 +226,91 @@ def chain_looping_within_its_length_not_freed_twice():
             assert_eq(after, before, "free clusters after the unlink")
         assert_true(_dmesg_has("cluster chain uses a cluster twice"),
                     "the refused free is reported")
+
+
+@test(timeout=300, writes=False)
+def directory_clusters_past_the_end_marked_free_are_claimed():
+    """The root's and a subdirectory's last cluster, past their
+    end-of-directory entry (a listing never reads it), marked free in the
+    bitmap: they are claimed when the directory is first read (at mount,
+    at lookup), so filling the volume cannot turn them into file data that
+    the directory would then list (corrupt.py seed 42).  Only directories
+    read in the session are covered (see the README)."""
+    with Image(size_mb=16, cluster=CLU, fsck=False) as img:
+        with mount(img.dev) as mnt:
+            os.mkdir(f"{mnt}/d")
+            write_file(f"{mnt}/d/a", CLU, seed=1)
+            write_file(f"{mnt}/r", CLU, seed=2)
+        v = rawfs.Volume(img.dev)
+        try:
+            extra = v.free_clusters(2)      # zeroed, left marked free
+            for c in extra:
+                v.write(v.clu_off(c), bytes(v.clu))
+                v.set_fat(c, rawfs.EOC)
+            v.set_fat(v.chain(v.root)[-1], extra[0])
+            s, parent = v.lookup("d")
+            size = s.stream[3]
+            dclus = v.dir_clusters(s)
+            for a, b in zip(dclus, dclus[1:] + [extra[1]]):
+                v.set_fat(a, b)
+            st = bytearray(s.entries[1])
+            st[1] &= ~2                     # FAT chained now
+            st[8:16] = st[24:32] = (size + v.clu).to_bytes(8, "little")
+            v.write_set(parent, s.eidx,
+                        [s.entries[0], bytes(st)] + s.entries[2:])
+        finally:
+            v.close()
+        p = sh(f"fsck.exfat -n {img.dev}", check=False)
+        assert_true(p.returncode != 0, "fsck sees the damage first")
+        with mount(img.dev) as mnt:
+            assert_eq(sorted(os.listdir(f"{mnt}/d")), ["a"], "d lists")
+            _fill_and_empty(mnt)
+            assert_eq(sorted(os.listdir(mnt)), ["d", "r"], "root lists")
+        v = rawfs.Volume(img.dev)
+        try:
+            for c in extra:
+                assert_true(v.in_use(c), f"directory cluster {c} in use")
+            # the root's may hold the fill files' entries; d's is unused
+            assert_true(v.read(v.clu_off(extra[1]), v.clu) == bytes(v.clu),
+                        f"d's cluster {extra[1]} still empty")
+        finally:
+            v.close()
+        assert_true(_dmesg_has("marked free in the allocation bitmap; "
+                               "now marked in use"), "the claim is reported")
+        with mount(img.dev, opts="ro") as mnt:
+            assert_eq(sorted(os.listdir(mnt)), ["d", "r"], "root after")
+            assert_eq(sorted(os.listdir(f"{mnt}/d")), ["a"], "d after")
+            assert_eq(_read(f"{mnt}/d/a"), pattern(CLU, 1), "d/a intact")
+        lib.fsck_clean(img.dev)
+
+
+@test(timeout=300, writes=False)
+def vendor_allocation_on_the_bitmap_not_freed():
+    """A Vendor Allocation entry whose cluster is the allocation bitmap's
+    own (corrupt.py seed 134): deleting its file reports the corruption
+    and leaves the bitmap's cluster in use, so the volume still mounts
+    and nothing is ever allocated over the bitmap."""
+    with Image(size_mb=16, cluster=CLU, fsck=False) as img:
+        v = _crafted(img)
+        try:
+            s, parent = v.lookup("f2")      # the last set: room after it
+            v.write_set(parent, s.eidx, s.entries + [
+                rawfs.vendor_alloc_entry(bytes(range(16)), v.bitmap_clu,
+                                         v.clu)])
+        finally:
+            v.close()
+        with mount(img.dev, opts="errors=continue") as mnt:
+            os.unlink(f"{mnt}/f2")
+            _fill_and_empty(mnt)
+        assert_true(_dmesg_has("not freed (cluster of the allocation "
+                               "bitmap)"), "the refused free is reported")
+        v = rawfs.Volume(img.dev)
+        try:
+            assert_true(v.in_use(v.bitmap_clu), "bitmap cluster in use")
+        finally:
+            v.close()
+        with mount(img.dev, opts="ro") as mnt:
+            for i in (0, 1):
+                assert_eq(_read(f"{mnt}/f{i}"), pattern(4 * CLU, i),
+                          f"f{i} intact")
+        lib.fsck_clean(img.dev)
