@@ -30,7 +30,8 @@ repo=$(dirname "$here")
 # scaled: the debug kernel runs the tests 2-4 times slower than the
 # packaged one.
 DEBUG_TESTS=(smoke: read: data: ns: write: ioctl: hostile:batch
-	hostile:small_batch hostile:used hostile:chain faults:)
+	hostile:small_batch hostile:used hostile:chain hostile:directory
+	hostile:vendor faults:)
 DEBUG_SKIP=('!read:cluster_and_sector_sizes' '!read:big_directory'
 	'!read:sparse_4tib' '!data:small_files_survive_sync')
 DEBUG_SCALE=${DEBUG_SCALE:-6}
