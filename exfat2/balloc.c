@@ -182,6 +182,17 @@ const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
 	return NULL;
 }
 
+/* exfat_check_run() for clusters about to be freed: free ones are wrong. */
+static const char *exfat_check_freeable(struct super_block *sb, u32 clu,
+					u32 len)
+{
+	const char *why;
+	u32 free;
+
+	why = exfat_check_run(sb, clu, len, &free);
+	return why ?: free ? "cluster marked free in the allocation bitmap" : NULL;
+}
+
 /*
  * Find the first run of free clusters at or after hint (wrapping around to
  * the start of the heap), at most max long.  Called with alloc_lock held.
@@ -307,13 +318,10 @@ static const char *exfat_check_free(struct inode *inode, u32 keep)
 	struct exfat_extent *runs;
 	const char *why = NULL;
 	unsigned int i, nr = 0;
-	u32 free;
 
-	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
-		why = exfat_check_run(inode->i_sb, ei->start_clu + keep,
-				      ei->alloc_clus - keep, &free);
-		return why ?: free ? "cluster marked free in the allocation bitmap" : NULL;
-	}
+	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)
+		return exfat_check_freeable(inode->i_sb, ei->start_clu + keep,
+					    ei->alloc_clus - keep);
 	runs = kvmalloc_array(ei->nr_ext, sizeof(*runs), GFP_NOFS);
 	if (!runs)
 		return NULL;	/* the checks are a safety net, not a must */
@@ -325,10 +333,8 @@ static const char *exfat_check_free(struct inode *inode, u32 keep)
 			continue;
 		runs[nr].clu = ext->clu + (from - ext->fclu);
 		runs[nr].len = ext->fclu + ext->len - from;
-		why = exfat_check_run(inode->i_sb, runs[nr].clu, runs[nr].len,
-				      &free);
-		if (!why && free)
-			why = "cluster marked free in the allocation bitmap";
+		why = exfat_check_freeable(inode->i_sb, runs[nr].clu,
+					   runs[nr].len);
 		if (why)
 			goto out;
 		nr++;
@@ -713,7 +719,7 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 	struct exfat_fat_cursor cur = {};
 	u32 clu = le32_to_cpu(g->first_cluster);
 	u64 len = le64_to_cpu(g->data_length);
-	u32 n, i, next, free, run_start = 0, run_len = 0;
+	u32 n, i, next, run_start = 0, run_len = 0;
 	const char *why;
 
 	if (!(g->byte1 & EXFAT_FLAG_ALLOC_POSSIBLE) || !clu || !len)
@@ -733,9 +739,7 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 	for (i = 0; i < n; i++) {
 		/* never hand the bitmap or the up-case table to the allocator */
 		why = exfat_clu_valid(sbi, clu) ?
-		      exfat_check_run(sb, clu, 1, &free) : "cluster out of range";
-		if (!why && free)
-			why = "cluster marked free";
+		      exfat_check_freeable(sb, clu, 1) : "cluster out of range";
 		if (why) {
 			exfat_fs_error(sb, "entry type %#x: allocation cluster %u not freed (%s)",
 				       g->type, clu, why);

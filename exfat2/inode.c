@@ -161,7 +161,8 @@ static int exfat_fill_inode(struct inode *inode, u8 dir_flags,
 		 * that those the bitmap says are free are claimed before the
 		 * allocator hands them to a file (directories are small).
 		 */
-		err = exfat_map_prefill(inode, ei->alloc_clus - 1);
+		err = ei->alloc_clus ?
+		      exfat_map_prefill(inode, ei->alloc_clus - 1) : 0;
 		if (err)
 			return err;
 		inode->i_op = &exfat_dir_inode_operations;
