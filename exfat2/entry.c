@@ -182,91 +182,135 @@ const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 	       (pos & ((1U << sbi->sect_shift) - 1));
 }
 
-/* Overwrite entry eidx with de; the sector is written back later. */
-int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
-		       const union exfat_dentry *de)
-{
-	union exfat_dentry *p;
-
-	p = (union exfat_dentry *)exfat_dir_iter_get(it, eidx);
-	if (IS_ERR(p))
-		return PTR_ERR(p);
-	exfat_set_vol_dirty(it->sb);
-	*p = *de;
-	exfat_mark_meta_dirty(it->sb, it->bh);
-	it->dirty = true;
-	return 0;
-}
-
 /* Directory entries in one filesystem sector. */
 static u32 exfat_dentries_per_sect(const struct exfat_sb_info *sbi)
 {
 	return 1U << (sbi->sect_shift - EXFAT_DENTRY_SHIFT);
 }
 
+/* Is entry i in the range of n entries from first? */
+static bool exfat_in_range(u32 i, u32 first, unsigned int n)
+{
+	return i - first < n;
+}
+
 /*
- * Write-ordering rule 7 (see exfat.h): end-of-directory entries left in
- * the sector of a set just written, after it, become unused entries in
- * the same sector write.  The end of the directory then only ever starts
- * at a sector boundary, so exfat_find_slots() can place every set that
- * fits in a sector inside one without leaving end-of-directory entries
- * in front of it, and a set reaches the disk in one sector write, never
- * torn by a power cut between two.
+ * One sector's share of a change to a directory: the entries of put (may
+ * be NULL) that lie in the sector are written, the del_nr entries from
+ * del that lie in it and that put does not cover are marked not in use,
+ * and with close_tail, end-of-directory entries after put's last entry
+ * in the sector become unused ones (write-ordering rule 7: the end of the
+ * directory then only ever starts at a sector boundary, so that
+ * exfat_find_slots() can place every set that fits in a sector inside
+ * one, and a set reaches the disk in one sector write, never torn by a
+ * power cut between two).
+ *
+ * The change is made under the buffer's lock, so that a writeback of the
+ * block device running meanwhile sends the sector as it was before or
+ * after, never a new SetChecksum beside an old Stream entry.  The caller
+ * holds the directory's set lock for writing.
  */
-static int exfat_close_sector_tail(struct exfat_dir_iter *it, u32 eidx)
+static int exfat_sector_apply(struct exfat_dir_iter *it, u32 sect_first,
+			      const struct exfat_entry_set *put, u32 del,
+			      unsigned int del_nr, bool close_tail)
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(it->sb));
-	const union exfat_dentry *de;
-	union exfat_dentry unused = {};
+	const union exfat_dentry *p;
+	union exfat_dentry *de;
+	u32 i, tail = sect_first + per_sect;
+
+	p = exfat_dir_iter_get(it, sect_first);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
+	exfat_set_vol_dirty(it->sb);
+	/* sect_first is the first entry of its sector: p is its start */
+	exfat_sector_lock(it->bh);
+	de = (union exfat_dentry *)p;
+	for (i = 0; i < per_sect; i++) {
+		u32 eidx = sect_first + i;
+
+		if (put && exfat_in_range(eidx, put->eidx, put->nr)) {
+			de[i] = put->de[eidx - put->eidx];
+			tail = eidx + 1;
+		} else if (exfat_in_range(eidx, del, del_nr)) {
+			de[i].generic.type &= ~EXFAT_TYPE_IN_USE;
+		} else if (close_tail && eidx >= tail &&
+			   de[i].generic.type == EXFAT_TYPE_EOD) {
+			de[i].generic.type = EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE;
+		}
+	}
+	exfat_sector_unlock_dirty(it->sb, it->bh);
+	it->dirty = true;
+	return 0;
+}
+
+/*
+ * Write the set put (may be NULL) and remove the del_nr entries from del
+ * but for those put covers, sector by sector; set lock held for writing.
+ */
+static int exfat_dir_apply(struct exfat_dir_iter *it,
+			   const struct exfat_entry_set *put, u32 del,
+			   unsigned int del_nr)
+{
+	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(it->sb));
+	u32 first = U32_MAX, end = 0, last_put = 0, sect;
 	int err = 0;
 
-	unused.generic.type = EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE;
-	for (; eidx & (per_sect - 1) && !err; eidx++) {
-		de = exfat_dir_iter_get(it, eidx);
-		if (IS_ERR(de))
-			return PTR_ERR(de) == -ENOENT ? 0 : PTR_ERR(de);
-		if (de->generic.type == EXFAT_TYPE_EOD)
-			err = exfat_dir_iter_put(it, eidx, &unused);
+	if (put) {
+		first = put->eidx;
+		end = put->eidx + put->nr;
+		last_put = (end - 1) & ~(per_sect - 1);
 	}
+	if (del_nr) {
+		first = min(first, del);
+		end = max(end, del + del_nr);
+	}
+	if (first >= end)
+		return 0;
+	for (sect = first & ~(per_sect - 1); sect < end && !err;
+	     sect += per_sect)
+		err = exfat_sector_apply(it, sect, put, del, del_nr,
+					 put && sect == last_put);
 	return err;
+}
+
+/*
+ * Overwrite the single entry eidx with de (a volume label); the sector is
+ * written back later unless it->sync.
+ */
+int exfat_dir_put_entry(struct exfat_dir_iter *it, u32 eidx,
+			const union exfat_dentry *de)
+{
+	struct {
+		struct exfat_entry_set es;
+		union exfat_dentry de;
+	} one = { .es = { .eidx = eidx, .nr = 1 }, .de = *de };
+	int err;
+
+	down_write(exfat_set_lock(it));
+	err = exfat_dir_apply(it, &one.es, 0, 0);
+	up_write(exfat_set_lock(it));
+	if (!err && it->sync)
+		err = exfat_dir_iter_put_bh(it);
+	return err ?: it->err;
 }
 
 /* Write es's entries and close its sector's tail; set lock held. */
 static int __exfat_put_entry_set(struct exfat_dir_iter *it,
 				 struct exfat_entry_set *es)
 {
-	unsigned int i;
-	int err = 0;
-
 	es->de[0].file.set_checksum = cpu_to_le16(exfat_set_checksum(es->de,
 								     es->nr));
-	for (i = 0; i < es->nr && !err; i++)
-		err = exfat_dir_iter_put(it, es->eidx + i, &es->de[i]);
-	if (!err)
-		err = exfat_close_sector_tail(it, es->eidx + es->nr);
-	return err;
+	return exfat_dir_apply(it, es, 0, 0);
 }
 
 /* Mark nr entries from eidx as no longer in use; set lock held. */
 static int __exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx,
 				  unsigned int nr)
 {
-	const union exfat_dentry *de;
-	union exfat_dentry tmp;
-	unsigned int i;
-	int err = 0;
-
 	if (it->dir && eidx < EXFAT_I(it->dir)->free_hint)
 		EXFAT_I(it->dir)->free_hint = eidx;
-	for (i = 0; i < nr && !err; i++) {
-		de = exfat_dir_iter_get(it, eidx + i);
-		if (IS_ERR(de))
-			return PTR_ERR(de);
-		tmp = *de;
-		tmp.generic.type &= ~EXFAT_TYPE_IN_USE;
-		err = exfat_dir_iter_put(it, eidx + i, &tmp);
-	}
-	return err;
+	return exfat_dir_apply(it, NULL, eidx, nr);
 }
 
 /*
@@ -296,16 +340,14 @@ int exfat_replace_entry_set(struct exfat_dir_iter *it,
 			    struct exfat_entry_set *es, u32 old_eidx,
 			    unsigned int old_nr)
 {
-	u32 i, end = old_eidx + old_nr;
 	int err;
 
+	es->de[0].file.set_checksum = cpu_to_le16(exfat_set_checksum(es->de,
+								     es->nr));
 	down_write(exfat_set_lock(it));
-	err = __exfat_put_entry_set(it, es);
-	for (i = old_eidx; i < end && !err; i++) {
-		if (i >= es->eidx && i < es->eidx + es->nr)
-			continue;
-		err = __exfat_delete_entries(it, i, 1);
-	}
+	if (it->dir && old_eidx < EXFAT_I(it->dir)->free_hint)
+		EXFAT_I(it->dir)->free_hint = old_eidx;
+	err = exfat_dir_apply(it, es, old_eidx, old_nr);
 	up_write(exfat_set_lock(it));
 	if (!err && it->sync)
 		err = exfat_dir_iter_put_bh(it);
@@ -437,15 +479,18 @@ static int exfat_grow_dir(struct inode *dir)
 
 /*
  * Find nr consecutive unused entries in dir, growing it when there are
- * none.  Returns the index of the first.  A set that fits in a sector is
- * placed inside one (see exfat_close_sector_tail()), except at an
- * end-of-directory entry in mid-sector, which only a directory last
- * written by another implementation has: entries skipped there would be
- * end-of-directory entries in front of the set.  The search starts at
- * the directory's free_hint (the caller holds dir's i_rwsem exclusive),
- * so filling a directory does not rescan it from the start every time.
+ * none, but for the busy_nr entries from busy (slots already promised to
+ * another set, not yet written).  Returns the index of the first.  A set
+ * that fits in a sector is placed inside one (see
+ * exfat_close_sector_tail()), except at an end-of-directory entry in
+ * mid-sector, which only a directory last written by another
+ * implementation has: entries skipped there would be end-of-directory
+ * entries in front of the set.  The search starts at the directory's
+ * free_hint (the caller holds dir's i_rwsem exclusive), so filling a
+ * directory does not rescan it from the start every time.
  */
-int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
+int exfat_find_slots(struct inode *dir, unsigned int nr, u32 busy,
+		     unsigned int busy_nr, u32 *eidx)
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
 	struct exfat_inode_info *ei = EXFAT_I(dir);
@@ -469,7 +514,8 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 				err = PTR_ERR(de);
 				break;
 			}
-			if (exfat_type_in_use(de->generic.type)) {
+			if (exfat_type_in_use(de->generic.type) ||
+			    exfat_in_range(i, busy, busy_nr)) {
 				run = 0;
 				continue;
 			}
@@ -502,14 +548,16 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx)
 }
 
 /*
- * Find nr entries for a set in the sector that holds entry old_eidx of
- * dir, counting as free the old_nr entries of the set at old_eidx (which
- * the new set replaces) and any unused ones.  Returns -ENOSPC if that
+ * Find nr entries for a set in the one sector that holds the old_nr
+ * entries of the set at old_eidx of dir (which the new set replaces),
+ * counting those and any unused ones as free, but not the busy_nr from
+ * busy.  Returns -ENOSPC if the old set is not inside one sector or its
  * sector has no such run: then the caller places the set elsewhere.  As
  * for exfat_find_slots(), the caller holds dir's i_rwsem exclusive.
  */
 int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
-			  unsigned int old_nr, u32 *eidx)
+			  unsigned int old_nr, u32 busy, unsigned int busy_nr,
+			  u32 *eidx)
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
 	u32 i, run = 0, first = old_eidx & ~(per_sect - 1);
@@ -518,18 +566,20 @@ int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
 	const union exfat_dentry *de;
 	int err = -ENOSPC;
 
-	if (nr > per_sect)
+	if (nr > per_sect ||
+	    !exfat_same_sector(dir->i_sb, old_eidx, old_nr, old_eidx, old_nr))
 		return -ENOSPC;
 	exfat_dir_iter_init(&it, dir);
 	for (i = first; i < end; i++) {
-		bool old = i >= old_eidx && i < old_eidx + old_nr;
+		bool old = exfat_in_range(i, old_eidx, old_nr);
 
 		de = exfat_dir_iter_get(&it, i);
 		if (IS_ERR(de)) {
 			err = PTR_ERR(de);
 			break;
 		}
-		if (!old && exfat_type_in_use(de->generic.type)) {
+		if (exfat_in_range(i, busy, busy_nr) ||
+		    (!old && exfat_type_in_use(de->generic.type))) {
 			run = 0;
 			continue;
 		}

@@ -367,6 +367,8 @@ struct buffer_head *exfat_read_sector_ra(struct super_block *sb,
 void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 			     unsigned int nr);
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);
+void exfat_sector_lock(struct buffer_head *bh);
+void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh);
 int exfat_meta_check(struct super_block *sb);
 int exfat_meta_barrier(struct super_block *sb);
 int exfat_meta_write_all(struct super_block *sb);
@@ -429,6 +431,7 @@ int exfat_nls_to_utf16(struct super_block *sb, const char *name,
 int exfat_name_cmp(const struct exfat_sb_info *sbi, const u16 *a,
 		   unsigned int alen, const __le16 *b, unsigned int blen);
 bool exfat_name_valid(const u16 *uni, unsigned int len);
+int exfat_utf8_to_char(const u8 *s, unsigned int len, u32 *c);
 unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len);
 
 /* map.c */
@@ -479,17 +482,19 @@ void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir);
 void exfat_dir_iter_init_pos(struct exfat_dir_iter *it, struct super_block *sb,
 			     u32 start_clu, u8 flags);
 int exfat_dir_iter_release(struct exfat_dir_iter *it);
-int exfat_dir_iter_put(struct exfat_dir_iter *it, u32 eidx,
-		       const union exfat_dentry *de);
+int exfat_dir_put_entry(struct exfat_dir_iter *it, u32 eidx,
+			const union exfat_dentry *de);
 int exfat_put_entry_set(struct exfat_dir_iter *it, struct exfat_entry_set *es);
 int exfat_replace_entry_set(struct exfat_dir_iter *it,
 			    struct exfat_entry_set *es, u32 old_eidx,
 			    unsigned int old_nr);
 bool exfat_same_sector(struct super_block *sb, u32 eidx, unsigned int nr,
 		       u32 old_eidx, unsigned int old_nr);
-int exfat_find_slots(struct inode *dir, unsigned int nr, u32 *eidx);
+int exfat_find_slots(struct inode *dir, unsigned int nr, u32 busy,
+		     unsigned int busy_nr, u32 *eidx);
 int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
-			  unsigned int old_nr, u32 *eidx);
+			  unsigned int old_nr, u32 busy, unsigned int busy_nr,
+			  u32 *eidx);
 int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx);
 int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr);
 struct exfat_entry_set *exfat_build_set(struct super_block *sb,

@@ -103,6 +103,24 @@ void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh)
 	mark_buffer_dirty(bh);
 }
 
+/*
+ * Change a sector in memory as one piece: between exfat_sector_lock() and
+ * exfat_sector_unlock_dirty() no write of it can start, so the disk gets
+ * it as it was before or after, never half changed.  Nothing that reads
+ * or writes another sector may be called in between.
+ */
+void exfat_sector_lock(struct buffer_head *bh)
+{
+	lock_buffer(bh);
+}
+
+void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh)
+{
+	set_buffer_uptodate(bh);
+	unlock_buffer(bh);
+	mark_buffer_dirty(bh);
+}
+
 /* Write one metadata sector now; with fua it is on stable media on return. */
 int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua)
 {

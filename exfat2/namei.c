@@ -11,26 +11,28 @@
 
 /*
  * Decode the next character of a name in the mount's iocharset into a
- * code point.  Returns the bytes consumed, or -EINVAL.
+ * code point.  Returns the bytes consumed, or -EINVAL.  With utf8, a
+ * lone surrogate spelled as exfat_utf16_to_nls() spells it counts as a
+ * character: readdir hands such names out, so they must be found again.
  */
 static int exfat_next_char(const struct exfat_sb_info *sbi, const char *s,
 			   unsigned int len, unicode_t *cp)
 {
+	wchar_t wc;
+	u32 c;
 	int n;
 
 	if (!sbi->nls) {
-		n = utf8_to_utf32(s, len, cp);
+		n = exfat_utf8_to_char((const u8 *)s, len, &c);
+		if (n > 0)
+			*cp = c;
 		return n > 0 ? n : -EINVAL;
 	}
-	{
-		wchar_t wc;
-
-		n = sbi->nls->char2uni(s, len, &wc);
-		if (n <= 0)
-			return -EINVAL;
-		*cp = wc;
-		return n;
-	}
+	n = sbi->nls->char2uni(s, len, &wc);
+	if (n <= 0)
+		return -EINVAL;
+	*cp = wc;
+	return n;
 }
 
 static unicode_t exfat_fold(const struct exfat_sb_info *sbi, unicode_t cp)
@@ -409,7 +411,7 @@ static struct inode *exfat_add_set(struct inode *dir,
 	int err;
 
 	*kept = false;
-	err = exfat_find_slots(dir, es->nr, &es->eidx);
+	err = exfat_find_slots(dir, es->nr, 0, 0, &es->eidx);
 	if (err)
 		return ERR_PTR(err);
 	exfat_dir_iter_init(&it, dir);
@@ -613,28 +615,43 @@ static int exfat_rmdir(struct inode *dir, struct dentry *dentry)
 }
 
 /*
- * Where new_es goes in dir: over old_es when it fits (old_es in dir), else
- * in the same sector as old_es when that has room, so that the move is
- * one sector write (see exfat_move_set()), else in free slots anywhere.
+ * Where new_es goes in dir: over old_es when it fits and old_es lies in
+ * one sector of dir, else in that sector when it has room, so that the
+ * move is one sector write (see exfat_move_set()), else in free slots
+ * anywhere, never over the old set or the busy_nr slots from busy.  A set
+ * that other implementations left across a sector boundary is never
+ * rewritten in place: a crash between its two sectors would tear it.
  * Slots are found before any inode's pos_lock is taken since growing dir
  * writes dir's own entry set.
  */
 static int exfat_place_set(struct inode *dir, struct exfat_entry_set *new_es,
-			   const struct exfat_entry_set *old_es)
+			   const struct exfat_entry_set *old_es, u32 busy,
+			   unsigned int busy_nr)
 {
+	struct super_block *sb = dir->i_sb;
 	int err;
 
-	if (old_es && new_es->nr <= old_es->nr) {
+	if (old_es && new_es->nr <= old_es->nr &&
+	    exfat_same_sector(sb, old_es->eidx, old_es->nr, old_es->eidx,
+			      old_es->nr)) {
 		new_es->eidx = old_es->eidx;
 		return 0;
 	}
 	if (old_es) {
 		err = exfat_find_slots_near(dir, new_es->nr, old_es->eidx,
-					    old_es->nr, &new_es->eidx);
+					    old_es->nr, busy, busy_nr,
+					    &new_es->eidx);
 		if (err != -ENOSPC)
 			return err;
 	}
-	return exfat_find_slots(dir, new_es->nr, &new_es->eidx);
+	return exfat_find_slots(dir, new_es->nr, busy, busy_nr, &new_es->eidx);
+}
+
+/* Do the two sets share an entry? */
+static bool exfat_sets_overlap(const struct exfat_entry_set *a,
+			       const struct exfat_entry_set *b)
+{
+	return a->eidx < b->eidx + b->nr && b->eidx < a->eidx + a->nr;
 }
 
 /*
@@ -670,6 +687,9 @@ static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 					      old_es->nr);
 		return exfat_dir_iter_release(&it) ?: err;
 	}
+	/* exfat_place_set() never overlaps sets it cannot replace at once */
+	if (WARN_ON_ONCE(dir == old_dir && exfat_sets_overlap(new_es, old_es)))
+		return -EINVAL;
 
 	err = exfat_meta_write_all(dir->i_sb);
 	if (err)
@@ -688,7 +708,11 @@ static int exfat_move_set(struct inode *dir, struct exfat_entry_set *new_es,
 	return exfat_dir_iter_release(&it) ?: err;
 }
 
-/* The verified set of inode in dir, rebuilt with dentry's name. */
+/*
+ * The verified set of inode in dir, rebuilt with dentry's name.  *old is
+ * the set as read now; it gives the size and place of the new one, and
+ * exfat_refresh_set() takes its contents again under the pos_lock.
+ */
 static struct exfat_entry_set *exfat_renamed_set(struct inode *dir,
 						 struct inode *inode,
 						 struct dentry *dentry,
@@ -713,10 +737,57 @@ static struct exfat_entry_set *exfat_renamed_set(struct inode *dir,
 		kfree(*old);
 		*old = NULL;
 	}
-	if (!IS_ERR(es) && !S_ISDIR(inode->i_mode))
-		/* as Windows: a renamed file needs archiving */
-		es->de[0].file.attr |= cpu_to_le16(EXFAT_ATTR_ARCHIVE);
 	return es;
+}
+
+/*
+ * With the moving inode's pos_lock held: read its set in dir again and
+ * give new_es (built from an earlier copy, with the new name) what the
+ * set says now.  A write_inode between the two reads (writeback raising
+ * ValidDataLength, a directory's growth) would otherwise be undone.  The
+ * fresh copy replaces *old.
+ */
+static int exfat_refresh_set(struct inode *dir, struct inode *inode,
+			     struct exfat_entry_set *new_es,
+			     struct exfat_entry_set **old)
+{
+	struct exfat_entry_set *es;
+	struct exfat_dir_iter it;
+	unsigned int extra, nr = new_es->nr;
+	int err;
+
+	lockdep_assert_held(&EXFAT_I(inode)->pos_lock);
+	exfat_dir_iter_init(&it, dir);
+	err = exfat_get_entry_set(&it, EXFAT_I(inode)->eidx, &es);
+	exfat_dir_iter_release(&it);
+	if (err)
+		return err;
+	extra = es->nr - 2 - DIV_ROUND_UP(exfat_es_stream(es)->name_len,
+					  EXFAT_NAME_PER_ENTRY);
+	/* only a rename changes the name and secondaries: i_rwsem held */
+	if (WARN_ON_ONCE(es->nr != (*old)->nr || extra > nr - 2)) {
+		kfree(es);
+		return -EINVAL;
+	}
+	new_es->de[0] = es->de[0];
+	new_es->de[0].file.secondary_count = nr - 1;
+	new_es->de[1].stream = (struct exfat_dentry_stream){
+		.type = es->de[1].stream.type,
+		.flags = es->de[1].stream.flags,
+		.name_len = new_es->de[1].stream.name_len,
+		.name_hash = new_es->de[1].stream.name_hash,
+		.valid_size = es->de[1].stream.valid_size,
+		.first_cluster = es->de[1].stream.first_cluster,
+		.size = es->de[1].stream.size,
+	};
+	memcpy(&new_es->de[nr - extra], &es->de[es->nr - extra],
+	       extra * sizeof(es->de[0]));
+	if (!S_ISDIR(inode->i_mode))
+		/* as Windows: a renamed file needs archiving */
+		new_es->de[0].file.attr |= cpu_to_le16(EXFAT_ATTR_ARCHIVE);
+	kfree(*old);
+	*old = es;
+	return 0;
 }
 
 static void exfat_renamed(struct inode *inode, struct inode *dir, u32 eidx)
@@ -754,21 +825,23 @@ static int exfat_exchange(struct inode *adir, struct dentry *adentry,
 		goto out;
 	}
 	/*
-	 * Both places are chosen before either set is written.  They cannot
-	 * collide: each new set keeps its name's entry count and takes the
-	 * other file's benign secondaries, so at most one of them outgrows
-	 * the slots it replaces and needs free ones.
+	 * Both places are chosen before either set is written, the second
+	 * around the slots the first took when both are in one directory.
 	 */
-	err = exfat_place_set(adir, anew, aold);
+	err = exfat_place_set(adir, anew, aold, 0, 0);
 	if (!err)
-		err = exfat_place_set(bdir, bnew, bold);
+		err = exfat_place_set(bdir, bnew, bold, anew->eidx,
+				      adir == bdir ? anew->nr : 0);
 	if (err)
 		goto out;
 
 	mutex_lock(&EXFAT_I(a)->pos_lock);
 	mutex_lock_nested(&EXFAT_I(b)->pos_lock, SINGLE_DEPTH_NESTING);
+	err = exfat_refresh_set(bdir, b, anew, &bold) ?:
+	      exfat_refresh_set(adir, a, bnew, &aold);
 	/* each old set is overwritten in place or removed with the move */
-	err = exfat_move_set(adir, anew, adir, aold);
+	if (!err)
+		err = exfat_move_set(adir, anew, adir, aold);
 	if (!err)
 		err = exfat_move_set(bdir, bnew, bdir, bold);
 	if (!err) {
@@ -832,10 +905,10 @@ static struct inode *exfat_case_variant(struct inode *dir,
 }
 
 /*
- * Rename: a replaced file's set goes first (it is being replaced anyway,
- * and two sets of one name must never coexist), then the new set is
- * written, then the old one removed: the file always has a name.  When
- * all three are in one sector, they are one write.
+ * Rename: the new set's place is found first, then a replaced file's set
+ * is removed (two sets of one name must never coexist on disk), then the
+ * new set is written and the old one removed: the file always has a
+ * name.  When all three are in one sector, they are one write.
  */
 static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			struct dentry *old_dentry, struct inode *new_dir,
@@ -886,11 +959,20 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 		}
 	}
 
+	if (target && put_target && flags & RENAME_NOREPLACE) {
+		err = -EEXIST;
+		goto out;
+	}
+	/*
+	 * The new set's place is found while a replaced file still has its
+	 * name: a failure here (no room to grow the directory, an I/O error)
+	 * leaves both files as they were.
+	 */
+	err = exfat_place_set(new_dir, new_es, old_dir == new_dir ? old_es : NULL,
+			      0, 0);
+	if (err)
+		goto out;
 	if (target) {
-		if (put_target && flags & RENAME_NOREPLACE) {
-			err = -EEXIST;
-			goto out;
-		}
 		target_eidx = EXFAT_I(target)->eidx;
 		err = exfat_remove_set(new_dir, target, &target_nr);
 		if (err)
@@ -902,9 +984,7 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 		if (put_target)
 			d_prune_aliases(target);
 	}
-
-	err = exfat_place_set(new_dir, new_es, old_dir == new_dir ? old_es : NULL);
-	if (!err && target_nr && old_dir == new_dir &&
+	if (target_nr && old_dir == new_dir &&
 	    exfat_same_sector(sb, new_es->eidx, new_es->nr, old_es->eidx,
 			      old_es->nr) &&
 	    !exfat_same_sector(sb, target_eidx, target_nr, old_es->eidx,
@@ -918,7 +998,9 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	if (err)
 		goto out;
 	mutex_lock(&ei->pos_lock);
-	err = exfat_move_set(new_dir, new_es, old_dir, old_es);
+	err = exfat_refresh_set(old_dir, inode, new_es, &old_es);
+	if (!err)
+		err = exfat_move_set(new_dir, new_es, old_dir, old_es);
 	if (!err)
 		exfat_renamed(inode, new_dir, new_es->eidx);
 	mutex_unlock(&ei->pos_lock);

@@ -308,11 +308,11 @@ int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len)
 	inode_lock(root);
 	err = exfat_dir_find_type(root, EXFAT_TYPE_LABEL, &found);
 	if (err == -ENOENT)
-		err = exfat_find_slots(root, 1, &found);
+		err = exfat_find_slots(root, 1, 0, 0, &found);
 	if (!err) {
 		exfat_dir_iter_init(&it, root);
 		it.sync = true;
-		err = exfat_dir_iter_put(&it, found, &label);
+		err = exfat_dir_put_entry(&it, found, &label);
 		err = exfat_dir_iter_release(&it) ?: err;
 	}
 	inode_unlock(root);

@@ -279,8 +279,11 @@ int exfat_utf16_to_nls(struct super_block *sb, const __le16 *uni,
 	return pos;
 }
 
-/* Decode one UTF-8 character; also the lone surrogates we hand out. */
-static int exfat_utf8_to_char(const u8 *s, unsigned int len, u32 *c)
+/*
+ * Decode one UTF-8 character; also the lone surrogates we hand out (see
+ * exfat_put_lone_surrogate()).  Returns the bytes used, or -EINVAL.
+ */
+int exfat_utf8_to_char(const u8 *s, unsigned int len, u32 *c)
 {
 	unicode_t u;
 	int n;
