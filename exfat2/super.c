@@ -146,8 +146,12 @@ static void exfat_evict_inode(struct inode *inode)
 
 	truncate_inode_pages_final(&inode->i_data);
 	flush_work(&ei->ioend_work);
-	/* an unlinked inode's entry set is gone: its clusters can go too */
-	if (!inode->i_nlink && !is_bad_inode(inode) && ei->alloc_clus) {
+	/*
+	 * An unlinked inode's entry set is gone: its clusters can go too.
+	 * The root has no entry set and is never unlinked.
+	 */
+	if (!inode->i_nlink && !is_bad_inode(inode) && ei->alloc_clus &&
+	    !WARN_ON_ONCE(ei->eidx == EXFAT_ROOT_EIDX)) {
 		down_write(&ei->map_lock);
 		exfat_free_clusters(inode, 0);
 		up_write(&ei->map_lock);
@@ -859,10 +863,14 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (err)
 		goto out;
 	err = exfat_scan_root(sb, root);
-	if (err) {
+	/* "." and ".." count as links, as in every other directory */
+	if (!err)
+		err = exfat_count_subdirs(root);
+	if (err < 0) {
 		iput(root);
 		goto out;
 	}
+	set_nlink(root, err + 2);
 	if (sbi->upcase_builtin && !sb_rdonly(sb)) {
 		exfat_warn(sb, "up-case table unusable: names could be hashed differently from other systems; mounting read-only");
 		sb->s_flags |= SB_RDONLY;
