@@ -36,7 +36,7 @@ class EntrySet:
         n = st[3]
         units = b"".join(e[2:32] for e in self.entries[2:]
                          if e[0] == 0xC1)[:2 * n]
-        return units.decode("utf-16-le")
+        return units.decode("utf-16-le", "surrogatepass")
 
     @property
     def stream(self):
@@ -68,6 +68,20 @@ class Volume:
                 self.bitmap_clu = struct.unpack_from("<I", e, 20)[0]
                 self.bitmap_len = struct.unpack_from("<Q", e, 24)[0]
         assert self.bitmap_clu, "no bitmap entry"
+
+    def upcase(self):
+        """The volume's up-case table, expanded: 65536 mappings."""
+        from corrupt import expand_upcase
+        for _, e in self.entries(self.chain(self.root)):
+            if e[0] == 0x82:
+                first = struct.unpack_from("<I", e, 20)[0]
+                n = struct.unpack_from("<Q", e, 24)[0]
+                data = b"".join(self.read(self.clu_off(c), self.clu)
+                                for c in self.chain(first))[:n]
+                return expand_upcase(data)
+            if e[0] == 0:
+                break
+        raise RuntimeError("no up-case table entry")
 
     def close(self):
         self.f.close()
