@@ -363,7 +363,9 @@ class Exerciser:
         if other and any(a is other for a in n.ancestors()):
             return                  # the VFS' order of checks: not modelled
         err = None
-        if n.is_dir and any(a is n for a in d.ancestors()):
+        if other and flags & RENAME_NOREPLACE and other.name == name:
+            err = errno.EEXIST      # the VFS checks its positive dentry first
+        elif n.is_dir and any(a is n for a in d.ancestors()):
             err = errno.EINVAL
         elif other and flags & RENAME_NOREPLACE:
             err = errno.EEXIST
@@ -468,3 +470,51 @@ class Exerciser:
                     self.fail(str(e))
                 if on_check:
                     on_check(i)
+
+
+def populate(mnt, seed, files=300, dirs=20, delete=0.3, surrogate=0.0,
+             one_dir=None):
+    """Write a random tree under mnt with whatever driver mounted it, then
+    delete a share of it (which leaves deleted sets between live ones);
+    returns the tree as {name: bytes | dict} for Twin.  one_dir: put
+    every file in one directory of that name instead."""
+    r = random.Random(f"populate{seed}")
+    mnt = os.fsencode(mnt)
+    tree = {}
+    folded = {}              # path -> set of lower-cased names (a guard)
+    all_dirs = [(mnt, tree)]
+
+    def fresh(path, maxlen):
+        taken = folded.setdefault(path, set())
+        while True:
+            name = norm(foreign.random_name(r, maxlen, surrogate))
+            # a conservative guard: no two names that Python folds alike
+            if name.casefold() not in taken and name.upper() not in taken:
+                taken.update((name.casefold(), name.upper()))
+                return name
+    if one_dir:
+        path = mnt + b"/" + enc(one_dir)
+        os.mkdir(path)
+        tree[one_dir] = {}
+        all_dirs = [(path, tree[one_dir])]
+    else:
+        for _ in range(dirs):
+            path, d = r.choice(all_dirs)
+            name = fresh(path, 40)
+            os.mkdir(path + b"/" + enc(name))
+            d[name] = {}
+            all_dirs.append((path + b"/" + enc(name), d[name]))
+    made = []
+    for i in range(files):
+        path, d = r.choice(all_dirs)
+        name = fresh(path, r.choice([12, 30, 60, 255]))
+        data = random.Random(f"populate{seed}/{i}").randbytes(
+            r.choice([0, 1, 300, 4096, 5000, 70000]))
+        with open(path + b"/" + enc(name), "wb") as f:
+            f.write(data)
+        d[name] = data
+        made.append((path, d, name))
+    for path, d, name in r.sample(made, int(len(made) * delete)):
+        os.unlink(path + b"/" + enc(name))
+        del d[name]
+    return tree
