@@ -27,119 +27,107 @@ unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name)
  */
 int exfat_count_subdirs(struct inode *dir)
 {
-	struct exfat_dir_iter it;
-	const union exfat_dentry *de;
-	u32 eidx, nr = exfat_dir_entries(dir);
-	int count = 0;
+	struct exfat_walk_item item;
+	struct exfat_walk w;
+	int count = 0, ret;
 
 	if (!EXFAT_I(dir)->start_clu)
 		return 0;
-	exfat_dir_iter_init(&it, dir);
-	for (eidx = 0; eidx < nr; eidx++) {
-		de = exfat_dir_iter_get(&it, eidx);
-		if (IS_ERR(de)) {
-			count = PTR_ERR(de);
-			break;
-		}
-		if (de->generic.type == EXFAT_TYPE_EOD)
-			break;
-		if (de->generic.type != EXFAT_TYPE_FILE)
-			continue;
-		if (le16_to_cpu(de->file.attr) & EXFAT_ATTR_DIRECTORY)
+	exfat_walk_init(&w, dir, 0);
+	while ((ret = exfat_walk_next(&w, &item)) > 0)
+		if (item.type == EXFAT_TYPE_FILE &&
+		    le16_to_cpu(item.de->file.attr) & EXFAT_ATTR_DIRECTORY)
 			count++;
-		eidx += de->file.secondary_count;
+	exfat_walk_release(&w);
+	return ret < 0 ? ret : count;
+}
+
+/* Emit the set of item, read and verified; 0 when ctx is full. */
+static int exfat_emit_set(struct file *file, struct dir_context *ctx,
+			  struct exfat_walk *w,
+			  const struct exfat_walk_item *item, __le16 *uni,
+			  char *name)
+{
+	struct inode *dir = file_inode(file);
+	struct super_block *sb = dir->i_sb;
+	struct exfat_entry_set *es;
+	struct inode *inode;
+	unsigned int nlen;
+	unsigned long ino;
+	int err, len;
+	u8 type;
+
+	err = exfat_get_entry_set(&w->it, item->eidx, &es);
+	if (err == -EFSCORRUPTED)
+		return 1;	/* reported; the rest stays readable */
+	if (err)
+		return err;
+	nlen = exfat_es_get_name(es, uni);
+	type = le16_to_cpu(es->de[0].file.attr) & EXFAT_ATTR_DIRECTORY ?
+	       DT_DIR : DT_REG;
+	kfree(es);
+
+	inode = exfat_ilookup(sb, dir, item->eidx);
+	if (inode) {
+		ino = inode->i_ino;
+		iput(inode);
+	} else {
+		ino = iunique(sb, EXFAT_ROOT_INO + 1);
 	}
-	exfat_dir_iter_release(&it);
-	return count;
+	len = exfat_utf16_to_nls(sb, uni, nlen, name, EXFAT_MAX_NLS_NAME);
+	if (len < 0) {
+		exfat_fs_error(sb, "directory %lu, entry %u: name cannot be converted (%d)",
+			       dir->i_ino, item->eidx, len);
+		return 1;
+	}
+	return dir_emit(ctx, name, len, ino, type);
 }
 
 static int exfat_readdir(struct file *file, struct dir_context *ctx)
 {
 	struct inode *dir = file_inode(file);
-	struct super_block *sb = dir->i_sb;
-	struct exfat_dir_iter it;
-	const union exfat_dentry *de;
-	struct exfat_entry_set *es;
-	u32 eidx, nr = exfat_dir_entries(dir);
+	struct exfat_walk_item item;
+	struct exfat_walk w;
 	__le16 *uni;
 	char *name;
-	int err = 0, len;
+	int ret;
 
-	if (unlikely(exfat_forced_shutdown(sb)))
+	if (unlikely(exfat_forced_shutdown(dir->i_sb)))
 		return -EIO;
 	if (!dir_emit_dots(file, ctx))
 		return 0;
-	if (!EXFAT_I(dir)->start_clu || ctx->pos - EXFAT_DIR_POS_BASE >= nr)
+	if (!EXFAT_I(dir)->start_clu ||
+	    ctx->pos - EXFAT_DIR_POS_BASE >= exfat_dir_entries(dir))
 		return 0;
 
 	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_KERNEL);
 	name = kmalloc(EXFAT_MAX_NLS_NAME, GFP_KERNEL);
 	if (!uni || !name) {
-		err = -ENOMEM;
+		ret = -ENOMEM;
 		goto out_free;
 	}
 
-	exfat_dir_iter_init(&it, dir);
-	for (eidx = ctx->pos - EXFAT_DIR_POS_BASE; eidx < nr;
-	     ctx->pos = eidx + EXFAT_DIR_POS_BASE) {
-		struct inode *inode;
-		unsigned int nlen, set_nr;
-		unsigned long ino;
-		u8 type;
-
-		de = exfat_dir_iter_get(&it, eidx);
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
+	exfat_walk_init(&w, dir, ctx->pos - EXFAT_DIR_POS_BASE);
+	while ((ret = exfat_walk_next(&w, &item)) > 0) {
+		if (item.type == EXFAT_TYPE_FILE) {
+			ret = exfat_emit_set(file, ctx, &w, &item, uni, name);
+			if (ret < 0)
+				break;
+			if (!ret) {	/* ctx is full: this set comes next */
+				ret = 1;
+				break;
+			}
 		}
-		if (de->generic.type == EXFAT_TYPE_EOD) {
-			eidx = nr;
-			ctx->pos = eidx + EXFAT_DIR_POS_BASE;
-			break;
-		}
-		if (de->generic.type != EXFAT_TYPE_FILE) {
-			eidx++;
-			continue;
-		}
-		err = exfat_get_entry_set(&it, eidx, &es);
-		if (err == -EFSCORRUPTED) {
-			/* reported; the rest of the directory stays readable */
-			err = 0;
-			eidx++;
-			continue;
-		}
-		if (err)
-			break;
-
-		nlen = exfat_es_get_name(es, uni);
-		type = le16_to_cpu(es->de[0].file.attr) & EXFAT_ATTR_DIRECTORY ?
-		       DT_DIR : DT_REG;
-		inode = exfat_ilookup(sb, dir, eidx);
-		if (inode) {
-			ino = inode->i_ino;
-			iput(inode);
-		} else {
-			ino = iunique(sb, EXFAT_ROOT_INO + 1);
-		}
-		set_nr = es->nr;
-		kfree(es);
-
-		len = exfat_utf16_to_nls(sb, uni, nlen, name, EXFAT_MAX_NLS_NAME);
-		if (len < 0) {
-			exfat_fs_error(sb, "directory %lu, entry %u: name cannot be converted (%d)",
-				       dir->i_ino, eidx, len);
-			eidx++;
-			continue;
-		}
-		if (!dir_emit(ctx, name, len, ino, type))
-			break;
-		eidx += set_nr;
+		ctx->pos = w.pos + EXFAT_DIR_POS_BASE;
 	}
-	exfat_dir_iter_release(&it);
+	/* at the end, past every entry: a later call returns at once */
+	if (!ret)
+		ctx->pos = exfat_dir_entries(dir) + EXFAT_DIR_POS_BASE;
+	exfat_walk_release(&w);
 out_free:
 	kfree(name);
 	kfree(uni);
-	return err;
+	return min(ret, 0);
 }
 
 const struct file_operations exfat_dir_operations = {

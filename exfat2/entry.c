@@ -75,6 +75,16 @@ u32 exfat_dir_entries(struct inode *dir)
 	       EXFAT_DENTRY_SHIFT;
 }
 
+/* The chain of the directory it walks ends before its cluster fclu. */
+static int exfat_dir_chain_short(struct exfat_dir_iter *it, u32 fclu)
+{
+	if (it->quiet)
+		return -ESTALE;
+	exfat_fs_error(it->sb, "directory at %u ends before its cluster %u",
+		       it->start_clu, fclu);
+	return -EFSCORRUPTED;
+}
+
 static int exfat_dir_iter_map(struct exfat_dir_iter *it, u32 fclu, u32 *clu)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(it->sb);
@@ -101,7 +111,7 @@ static int exfat_dir_iter_map(struct exfat_dir_iter *it, u32 fclu, u32 *clu)
 	}
 
 	if (fclu >= exfat_max_dir_clus(sbi))
-		return -EFSCORRUPTED;
+		return it->quiet ? -ESTALE : -EFSCORRUPTED;
 	if (it->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
 		*clu = it->start_clu + fclu;
 	} else {
@@ -113,13 +123,13 @@ static int exfat_dir_iter_map(struct exfat_dir_iter *it, u32 fclu, u32 *clu)
 		}
 		err = 0;
 		while (it->walk_fclu < fclu && !err) {
-			err = exfat_fat_next(it->sb, &cur, it->walk_clu,
+			err = it->quiet ?
+			      exfat_fat_next_quiet(it->sb, &cur, it->walk_clu,
+						   &it->walk_clu) :
+			      exfat_fat_next(it->sb, &cur, it->walk_clu,
 					     &it->walk_clu);
-			if (!err && it->walk_clu == EXFAT_FAT_EOC) {
-				exfat_fs_error(it->sb, "directory at %u ends before its cluster %u",
-					       it->start_clu, fclu);
-				err = -EFSCORRUPTED;
-			}
+			if (!err && it->walk_clu == EXFAT_FAT_EOC)
+				err = exfat_dir_chain_short(it, fclu);
 			it->walk_fclu++;
 		}
 		exfat_fat_cursor_release(&cur);
@@ -129,6 +139,10 @@ static int exfat_dir_iter_map(struct exfat_dir_iter *it, u32 fclu, u32 *clu)
 		}
 		*clu = it->walk_clu;
 	}
+	if (it->quiet)
+		/* a directory freed since the handle was made is stale */
+		return exfat_clu_valid(sbi, *clu) &&
+		       exfat_clu_in_use(it->sb, *clu) ? 0 : -ESTALE;
 	if (!exfat_clu_valid(sbi, *clu)) {
 		exfat_fs_error(it->sb, "directory at cluster %u: cluster %u out of range",
 			       it->start_clu, *clu);
@@ -378,17 +392,114 @@ int exfat_sync_entry(struct inode *dir, u32 eidx)
 	return exfat_dir_iter_release(&it) ?: err;
 }
 
-int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de)
+/*
+ * A walk over the entry sets of a directory, the one way its entries are
+ * read in order.  It is bounded by the directory's DataLength (an inode)
+ * or by the size its parent's Stream entry gives (exfat_walk_init_pos()),
+ * ends at the end-of-directory entry if there is one before that, and
+ * never needs one: most directories other systems write end exactly at a
+ * cluster boundary with no end marker.
+ *
+ * Each item is one primary entry with the secondaries that follow it: a
+ * File entry and at most SecondaryCount in-use secondary entries (fewer
+ * when the set is damaged: then item->whole is false and the walk goes on
+ * at the first entry that is not one of its secondaries), a benign
+ * primary (volume GUID, TexFAT padding, ...) likewise, and the critical
+ * primaries that have no secondaries (bitmap, up-case table, label) one
+ * entry each.  Unused entries and stray secondaries are skipped.
+ */
+void exfat_walk_init(struct exfat_walk *w, struct inode *dir, u32 start)
 {
-	struct exfat_dir_iter it;
-	const union exfat_dentry *p;
+	exfat_dir_iter_init(&w->it, dir);
+	w->pos = start;
+	w->end = exfat_dir_entries(dir);
+}
 
-	exfat_dir_iter_init(&it, dir);
-	p = exfat_dir_iter_get(&it, eidx);
-	if (!IS_ERR(p))
-		*de = *p;
-	exfat_dir_iter_release(&it);
-	return PTR_ERR_OR_ZERO(p);
+/* A walk over the directory at start_clu whose DataLength is size. */
+void exfat_walk_init_pos(struct exfat_walk *w, struct super_block *sb,
+			 u32 start_clu, u8 flags, u64 size)
+{
+	exfat_dir_iter_init_pos(&w->it, sb, start_clu, flags);
+	w->pos = 0;
+	w->end = min_t(u64, size, EXFAT_MAX_DIR_SIZE) >> EXFAT_DENTRY_SHIFT;
+}
+
+/* Stop before entry end (a set starting before it is still whole). */
+void exfat_walk_limit(struct exfat_walk *w, u32 end)
+{
+	w->end = min(w->end, end);
+}
+
+/* Has the primary entry de secondaries after it, and how many at most? */
+static unsigned int exfat_primary_secondaries(const union exfat_dentry *de)
+{
+	u8 type = de->generic.type;
+
+	/* byte 1 of the generic primary template (§6.3.2) */
+	if (type == EXFAT_TYPE_FILE || exfat_type_benign(type))
+		return de->file.secondary_count;
+	return 0;	/* bitmap, up-case table, label: no secondaries */
+}
+
+/**
+ * exfat_walk_next - the next item of a directory walk
+ * @w: the walk
+ * @item: filled in with the item; item->de is valid until the next call
+ *
+ * Returns 1 with @item set, 0 at the end of the directory, or an error.
+ */
+int exfat_walk_next(struct exfat_walk *w, struct exfat_walk_item *item)
+{
+	const union exfat_dentry *de;
+	u32 limit = w->it.dir ? exfat_dir_entries(w->it.dir) :
+				w->end;
+	unsigned int sc, i;
+	u8 type;
+
+	for (; w->pos < w->end; w->pos++) {
+		de = exfat_dir_iter_get(&w->it, w->pos);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		type = de->generic.type;
+		if (type == EXFAT_TYPE_EOD) {
+			w->end = w->pos;
+			return 0;
+		}
+		if (exfat_type_in_use(type) && !exfat_type_secondary(type))
+			break;
+	}
+	if (w->pos >= w->end)
+		return 0;
+
+	item->eidx = w->pos;
+	item->type = type;
+	sc = exfat_primary_secondaries(de);
+	for (i = 1; i <= sc && item->eidx + i < limit; i++) {
+		de = exfat_dir_iter_get(&w->it, item->eidx + i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		if (!exfat_type_in_use(de->generic.type) ||
+		    !exfat_type_secondary(de->generic.type))
+			break;
+	}
+	item->nr = i;
+	item->whole = i == sc + 1 &&
+		      (type != EXFAT_TYPE_FILE || sc >= EXFAT_FILE_MIN_SECONDARY);
+	w->pos = item->eidx + item->nr;
+	/* the secondaries may have moved the iterator: the primary again */
+	item->de = exfat_dir_iter_get(&w->it, item->eidx);
+	return IS_ERR(item->de) ? PTR_ERR(item->de) : 1;
+}
+
+/* Entry eidx of the walk's directory, valid until the walk moves on. */
+const union exfat_dentry *exfat_walk_entry(struct exfat_walk *w, u32 eidx)
+{
+	return exfat_dir_iter_get(&w->it, eidx);
+}
+
+int exfat_walk_release(struct exfat_walk *w)
+{
+	return exfat_dir_iter_release(&w->it);
 }
 
 /**
@@ -399,6 +510,9 @@ int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de)
  *
  * Returns 0, -EFSCORRUPTED (reported) when the set fails verification,
  * -ENOENT when @eidx does not hold an in-use File entry, or an I/O error.
+ * With @it->quiet (a position from a file handle), a set that does not
+ * verify, or a directory that cannot hold one there, is -ESTALE and not
+ * reported.
  */
 int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 			struct exfat_entry_set **esp)
@@ -417,6 +531,8 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 		return -ENOENT;
 	nr = de->file.secondary_count + 1;
 	if (nr < 1 + EXFAT_FILE_MIN_SECONDARY || eidx + nr > limit) {
+		if (it->quiet)
+			return -ESTALE;
 		exfat_fs_error(it->sb, "directory %lu, entry %u: SecondaryCount %u out of range",
 			       exfat_iter_dir_id(it), eidx, nr - 1);
 		return -EFSCORRUPTED;
@@ -440,6 +556,10 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 	up_read(exfat_set_lock(it));
 
 	why = exfat_verify_file_set(es->de, nr);
+	if (why && it->quiet) {
+		kfree(es);
+		return -ESTALE;
+	}
 	if (why) {
 		exfat_fs_error(it->sb, "directory %lu, entry %u: bad entry set (%s)",
 			       exfat_iter_dir_id(it), eidx, why);
@@ -665,33 +785,22 @@ struct exfat_entry_set *exfat_build_set(struct super_block *sb,
 }
 
 /*
- * Find the first entry of the given type before the end of directory.
- * Returns 0 with *eidx set, -ENOENT, or an error.
+ * Find the first primary entry of the given type in dir.  Returns 0 with
+ * *eidx set, -ENOENT, or an error.
  */
 int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx)
 {
-	struct exfat_dir_iter it;
-	const union exfat_dentry *de;
-	u32 i, nr = exfat_dir_entries(dir);
-	int err = -ENOENT;
+	struct exfat_walk_item item;
+	struct exfat_walk w;
+	int ret;
 
 	if (!EXFAT_I(dir)->start_clu)
 		return -ENOENT;
-	exfat_dir_iter_init(&it, dir);
-	for (i = 0; i < nr; i++) {
-		de = exfat_dir_iter_get(&it, i);
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
-		}
-		if (de->generic.type == EXFAT_TYPE_EOD)
-			break;
-		if (de->generic.type == type) {
-			*eidx = i;
-			err = 0;
-			break;
-		}
-	}
-	exfat_dir_iter_release(&it);
-	return err;
+	exfat_walk_init(&w, dir, 0);
+	while ((ret = exfat_walk_next(&w, &item)) > 0 && item.type != type)
+		;
+	exfat_walk_release(&w);
+	if (ret > 0)
+		*eidx = item.eidx;
+	return ret > 0 ? 0 : ret ?: -ENOENT;
 }

@@ -387,6 +387,8 @@ struct exfat_fat_cursor {
 void exfat_fat_cursor_release(struct exfat_fat_cursor *cur);
 int exfat_fat_next(struct super_block *sb, struct exfat_fat_cursor *cur,
 		   u32 clu, u32 *next);
+int exfat_fat_next_quiet(struct super_block *sb, struct exfat_fat_cursor *cur,
+			 u32 clu, u32 *next);
 int exfat_fat_set(struct super_block *sb, struct exfat_fat_cursor *cur,
 		  u32 clu, u32 val);
 int exfat_get_fat(struct super_block *sb, u32 clu, u32 *next);
@@ -453,6 +455,7 @@ struct exfat_dir_iter {
 	struct inode	*dir;		/* NULL: walk from start_clu */
 	u32		start_clu;
 	u8		flags;		/* EXFAT_FLAG_NO_FAT_CHAIN */
+	bool		quiet;		/* from a file handle: -ESTALE */
 	bool		sync;		/* write modified sectors at once */
 	bool		fua;		/* ... durable (preflush + FUA) */
 	bool		dirty;		/* bh was modified */
@@ -478,6 +481,27 @@ exfat_es_stream(const struct exfat_entry_set *es)
 	return &es->de[1].stream;
 }
 
+struct exfat_walk {
+	struct exfat_dir_iter it;
+	u32		pos;		/* next entry to look at */
+	u32		end;		/* entries the walk covers */
+};
+
+struct exfat_walk_item {
+	const union exfat_dentry *de;	/* the primary entry */
+	u32		eidx;		/* its index */
+	unsigned int	nr;		/* it and its secondaries found */
+	u8		type;		/* its EntryType */
+	bool		whole;		/* all SecondaryCount ones found */
+};
+
+void exfat_walk_init(struct exfat_walk *w, struct inode *dir, u32 start);
+void exfat_walk_init_pos(struct exfat_walk *w, struct super_block *sb,
+			 u32 start_clu, u8 flags, u64 size);
+void exfat_walk_limit(struct exfat_walk *w, u32 end);
+int exfat_walk_next(struct exfat_walk *w, struct exfat_walk_item *item);
+const union exfat_dentry *exfat_walk_entry(struct exfat_walk *w, u32 eidx);
+int exfat_walk_release(struct exfat_walk *w);
 void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir);
 void exfat_dir_iter_init_pos(struct exfat_dir_iter *it, struct super_block *sb,
 			     u32 start_clu, u8 flags);
@@ -505,7 +529,6 @@ const union exfat_dentry *exfat_dir_iter_get(struct exfat_dir_iter *it,
 					     u32 eidx);
 u32 exfat_dir_entries(struct inode *dir);
 int exfat_sync_entry(struct inode *dir, u32 eidx);
-int exfat_dir_read_entry(struct inode *dir, u32 eidx, union exfat_dentry *de);
 int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 			struct exfat_entry_set **esp);
 

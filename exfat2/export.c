@@ -32,7 +32,12 @@ static int exfat_encode_fh(struct inode *inode, __u32 *fh, int *max_len,
 	return EXFAT_FILEID_TYPE;
 }
 
-/* The inode whose set is at eidx of the directory at dir_clu. */
+/*
+ * The inode whose set is at eidx of the directory at dir_clu.  With
+ * check_start the position comes from a file handle, which may be stale
+ * or forged: what is not a set there, or not the set of a file starting
+ * at start, is -ESTALE and never reported as corruption.
+ */
 static struct inode *exfat_inode_at(struct super_block *sb, u32 dir_clu,
 				    u8 dir_flags, u32 eidx, u32 start,
 				    bool check_start)
@@ -47,6 +52,7 @@ static struct inode *exfat_inode_at(struct super_block *sb, u32 dir_clu,
 	    eidx >= EXFAT_MAX_DIR_SIZE >> EXFAT_DENTRY_SHIFT)
 		return ERR_PTR(-ESTALE);
 	exfat_dir_iter_init_pos(&it, sb, dir_clu, dir_flags);
+	it.quiet = check_start;
 	err = exfat_get_entry_set(&it, eidx, &es);
 	exfat_dir_iter_release(&it);
 	if (err)
@@ -75,74 +81,97 @@ static struct dentry *exfat_fh_to_dentry(struct super_block *sb,
 					     fh[2], true));
 }
 
+/* A directory to search: where its data starts and its DataLength. */
+struct exfat_dir_ref {
+	u32	clu;
+	u8	flags;
+	u64	size;
+};
+
+/*
+ * Search the directory ref for a subdirectory whose data starts at target.
+ * Returns its inode, ERR_PTR(-ESTALE) if there is none, or an error; the
+ * other subdirectories are queued at *tail (room for cap entries).
+ */
+static struct inode *exfat_search_dir(struct super_block *sb,
+				      const struct exfat_dir_ref *ref,
+				      u32 target, struct exfat_dir_ref **queue,
+				      unsigned int *tail, unsigned int *cap)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct inode *found = ERR_PTR(-ESTALE);
+	const struct exfat_dentry_stream *st;
+	const union exfat_dentry *de;
+	struct exfat_walk_item item;
+	struct exfat_walk w;
+	struct exfat_dir_ref sub;
+	int ret;
+
+	exfat_walk_init_pos(&w, sb, ref->clu, ref->flags, ref->size);
+	while ((ret = exfat_walk_next(&w, &item)) > 0) {
+		if (item.type != EXFAT_TYPE_FILE || !item.whole ||
+		    !(le16_to_cpu(item.de->file.attr) & EXFAT_ATTR_DIRECTORY))
+			continue;
+		de = exfat_walk_entry(&w, item.eidx + 1);
+		if (IS_ERR(de)) {
+			ret = PTR_ERR(de);
+			break;
+		}
+		st = &de->stream;
+		sub.clu = le32_to_cpu(st->first_cluster);
+		sub.flags = st->flags & EXFAT_FLAG_NO_FAT_CHAIN;
+		sub.size = le64_to_cpu(st->size);
+		if (sub.clu == target) {
+			exfat_walk_release(&w);
+			return exfat_inode_at(sb, ref->clu, ref->flags, item.eidx,
+					      0, false);
+		}
+		/* a bad one is reported when it is looked up */
+		if (!exfat_clu_valid(sbi, sub.clu) || !sub.size ||
+		    sub.size > EXFAT_MAX_DIR_SIZE)
+			continue;
+		if (*tail == *cap) {
+			void *q = krealloc_array(*queue, *cap * 2, sizeof(**queue),
+						 GFP_KERNEL);
+
+			if (!q) {
+				ret = -ENOMEM;
+				break;
+			}
+			*queue = q;
+			*cap *= 2;
+		}
+		(*queue)[(*tail)++] = sub;
+	}
+	exfat_walk_release(&w);
+	return ret < 0 ? ERR_PTR(ret) : found;
+}
+
 /*
  * Find the entry of the directory whose data starts at target: a bounded
- * breadth-first walk of the directories from the root.
+ * breadth-first walk of the directories from the root, each read no
+ * further than its DataLength.
  */
 static struct inode *exfat_find_dir_by_clu(struct super_block *sb, u32 target)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	const union exfat_dentry *de;
-	struct exfat_dir_iter it;
 	struct inode *found = ERR_PTR(-ESTALE);
 	unsigned int head = 0, tail = 0, cap = 64;
-	struct { u32 clu; u8 flags; } *queue;
-	u32 eidx, visited = 0;
+	struct exfat_dir_ref *queue;
 
 	queue = kmalloc_array(cap, sizeof(*queue), GFP_KERNEL);
 	if (!queue)
 		return ERR_PTR(-ENOMEM);
-	queue[tail].clu = sbi->root_clu;
-	queue[tail++].flags = 0;
+	queue[tail++] = (struct exfat_dir_ref){
+		.clu = sbi->root_clu,
+		.size = i_size_read(d_inode(sb->s_root)),
+	};
+	/* every directory owns a cluster: more means a loop */
+	while (head < tail && head <= sbi->clu_count &&
+	       PTR_ERR_OR_ZERO(found) == -ESTALE) {
+		struct exfat_dir_ref ref = queue[head++];
 
-	while (head < tail && IS_ERR(found) && PTR_ERR(found) == -ESTALE) {
-		u32 dclu = queue[head].clu;
-		u8 dflags = queue[head++].flags;
-
-		/* every directory owns a cluster: more means a loop */
-		if (++visited > sbi->clu_count)
-			break;
-		exfat_dir_iter_init_pos(&it, sb, dclu, dflags);
-		for (eidx = 0; eidx < EXFAT_MAX_DIR_SIZE >> EXFAT_DENTRY_SHIFT;
-		     eidx++) {
-			u32 clu;
-			u8 fl;
-
-			de = exfat_dir_iter_get(&it, eidx);
-			if (IS_ERR(de) || de->generic.type == EXFAT_TYPE_EOD)
-				break;
-			if (de->generic.type != EXFAT_TYPE_FILE ||
-			    !(le16_to_cpu(de->file.attr) & EXFAT_ATTR_DIRECTORY))
-				continue;
-			de = exfat_dir_iter_get(&it, eidx + 1);
-			if (IS_ERR(de) || de->generic.type != EXFAT_TYPE_STREAM)
-				break;
-			clu = le32_to_cpu(de->stream.first_cluster);
-			fl = de->stream.flags & EXFAT_FLAG_NO_FAT_CHAIN;
-			if (clu == target) {
-				exfat_dir_iter_release(&it);
-				found = exfat_inode_at(sb, dclu, dflags, eidx, 0,
-						       false);
-				break;
-			}
-			if (!exfat_clu_valid(sbi, clu))
-				continue;
-			if (tail == cap) {
-				void *q = krealloc_array(queue, cap * 2,
-							 sizeof(*queue),
-							 GFP_KERNEL);
-
-				if (!q) {
-					found = ERR_PTR(-ENOMEM);
-					break;
-				}
-				queue = q;
-				cap *= 2;
-			}
-			queue[tail].clu = clu;
-			queue[tail++].flags = fl;
-		}
-		exfat_dir_iter_release(&it);
+		found = exfat_search_dir(sb, &ref, target, &queue, &tail, &cap);
 	}
 	kfree(queue);
 	return found;

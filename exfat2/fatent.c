@@ -43,6 +43,33 @@ void exfat_fat_cursor_release(struct exfat_fat_cursor *cur)
 	cur->bh = NULL;
 }
 
+static int __exfat_fat_next(struct super_block *sb,
+			    struct exfat_fat_cursor *cur, u32 clu, u32 *next,
+			    bool quiet)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u32 val;
+	int err;
+
+	if (!exfat_clu_valid(sbi, clu)) {
+		if (quiet)
+			return -ESTALE;
+		exfat_fs_error(sb, "FAT lookup of invalid cluster %u", clu);
+		return -EFSCORRUPTED;
+	}
+	err = exfat_fat_lookup(sb, cur, clu, &val);
+	if (err)
+		return err;
+	if (val != EXFAT_FAT_EOC && !exfat_clu_valid(sbi, val)) {
+		if (quiet)
+			return -ESTALE;
+		exfat_fs_error(sb, "cluster %u: invalid FAT entry %#x", clu, val);
+		return -EFSCORRUPTED;
+	}
+	*next = val;
+	return 0;
+}
+
 /*
  * Next cluster of a chain after clu: a valid cluster number or
  * EXFAT_FAT_EOC.  Free, bad, reserved and out-of-range values inside a
@@ -51,23 +78,18 @@ void exfat_fat_cursor_release(struct exfat_fat_cursor *cur)
 int exfat_fat_next(struct super_block *sb, struct exfat_fat_cursor *cur,
 		   u32 clu, u32 *next)
 {
-	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	u32 val;
-	int err;
+	return __exfat_fat_next(sb, cur, clu, next, false);
+}
 
-	if (!exfat_clu_valid(sbi, clu)) {
-		exfat_fs_error(sb, "FAT lookup of invalid cluster %u", clu);
-		return -EFSCORRUPTED;
-	}
-	err = exfat_fat_lookup(sb, cur, clu, &val);
-	if (err)
-		return err;
-	if (val != EXFAT_FAT_EOC && !exfat_clu_valid(sbi, val)) {
-		exfat_fs_error(sb, "cluster %u: invalid FAT entry %#x", clu, val);
-		return -EFSCORRUPTED;
-	}
-	*next = val;
-	return 0;
+/*
+ * exfat_fat_next() for a chain whose start came from outside (a file
+ * handle) and may no longer be one: what would be corruption in a chain
+ * is -ESTALE, unreported.
+ */
+int exfat_fat_next_quiet(struct super_block *sb, struct exfat_fat_cursor *cur,
+			 u32 clu, u32 *next)
+{
+	return __exfat_fat_next(sb, cur, clu, next, true);
 }
 
 int exfat_get_fat(struct super_block *sb, u32 clu, u32 *next)

@@ -150,22 +150,51 @@ int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
 }
 
 /*
- * Find the entry set named uni (len units, hash its NameHash) in dir.
- * Returns its verified copy, NULL when absent, or an ERR_PTR.
+ * Does the set of item carry the name uni (len units, hash its NameHash)?
+ * The raw name is compared; the set is verified only on a match.  cand
+ * has room for EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY units.
+ */
+static int exfat_item_named(struct exfat_walk *w,
+			    const struct exfat_walk_item *item,
+			    const u16 *uni, unsigned int len, u16 hash,
+			    __le16 *cand)
+{
+	const union exfat_dentry *de;
+	unsigned int i, got;
+
+	de = exfat_walk_entry(w, item->eidx + 1);
+	if (IS_ERR(de))
+		return PTR_ERR(de);
+	if (de->generic.type != EXFAT_TYPE_STREAM ||
+	    de->stream.name_len != len ||
+	    le16_to_cpu(de->stream.name_hash) != hash)
+		return 0;
+	for (got = 0, i = 2; got < len && i < item->nr;
+	     i++, got += EXFAT_NAME_PER_ENTRY) {
+		de = exfat_walk_entry(w, item->eidx + i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		memcpy(cand + got, de->name.name, sizeof(de->name.name));
+	}
+	return got >= len &&
+	       !exfat_name_cmp(EXFAT_SB(w->it.sb), uni, len, cand, len);
+}
+
+/*
+ * Find the entry set named uni (len units, hash its NameHash) in dir,
+ * from the directory's find_hint to its end, then from its start to the
+ * hint.  Returns its verified copy, NULL when absent, or an ERR_PTR.
  */
 static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 					  unsigned int len, u16 hash)
 {
-	const struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
 	struct exfat_inode_info *ei = EXFAT_I(dir);
+	u32 start = min(READ_ONCE(ei->find_hint), exfat_dir_entries(dir));
 	struct exfat_entry_set *es = NULL;
-	const union exfat_dentry *de;
-	struct exfat_dir_iter it;
-	u32 eidx, nr = exfat_dir_entries(dir);
-	u32 start = min(READ_ONCE(ei->find_hint), nr), end = nr;
-	bool wrapped = false;
+	struct exfat_walk_item item;
+	struct exfat_walk w;
+	int pass, ret = 0;
 	__le16 *cand;
-	int err = 0;
 
 	if (!ei->start_clu)
 		return NULL;
@@ -174,83 +203,24 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 	if (!cand)
 		return ERR_PTR(-ENOMEM);
 
-	/* from the hint to the end, then from the start to the hint */
-	exfat_dir_iter_init(&it, dir);
-	for (eidx = start; ; ) {
-		unsigned int sc, i, got;
-		u32 primary = eidx;
-
-		if (eidx >= end) {
-			if (wrapped || !start)
-				break;
-			wrapped = true;
-			eidx = 0;
-			end = start;
-			continue;
-		}
-		de = exfat_dir_iter_get(&it, eidx);
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
-		}
-		if (de->generic.type == EXFAT_TYPE_EOD) {
-			eidx = end;
-			continue;
-		}
-		if (de->generic.type != EXFAT_TYPE_FILE) {
-			eidx++;
-			continue;
-		}
-		/*
-		 * Go on where readdir does: a damaged set ends at the first
-		 * File or end-of-directory entry its SecondaryCount covers.
-		 */
-		sc = de->file.secondary_count;
-		for (i = 1; i <= sc && primary + i < nr; i++) {
-			de = exfat_dir_iter_get(&it, primary + i);
-			if (IS_ERR(de) || de->generic.type == EXFAT_TYPE_FILE ||
-			    de->generic.type == EXFAT_TYPE_EOD)
+	for (pass = 0; pass < 2 && !ret && (!pass || start); pass++) {
+		exfat_walk_init(&w, dir, pass ? 0 : start);
+		if (pass)
+			exfat_walk_limit(&w, start);
+		while ((ret = exfat_walk_next(&w, &item)) > 0) {
+			if (item.type != EXFAT_TYPE_FILE || !item.whole)
+				continue;
+			ret = exfat_item_named(&w, &item, uni, len, hash, cand);
+			if (ret > 0)
+				ret = exfat_get_entry_set(&w.it, item.eidx, &es) ?: 1;
+			if (ret)
 				break;
 		}
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
-		}
-		eidx = primary + i;
-		if (i <= sc || sc < EXFAT_FILE_MIN_SECONDARY)
-			continue;
-
-		de = exfat_dir_iter_get(&it, primary + 1);
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
-		}
-		if (de->generic.type != EXFAT_TYPE_STREAM ||
-		    de->stream.name_len != len ||
-		    le16_to_cpu(de->stream.name_hash) != hash)
-			continue;
-
-		/* compare the raw name; the set is verified only on a match */
-		for (got = 0, i = 2; got < len && i <= sc; i++, got += EXFAT_NAME_PER_ENTRY) {
-			de = exfat_dir_iter_get(&it, primary + i);
-			if (IS_ERR(de))
-				break;
-			memcpy(cand + got, de->name.name, sizeof(de->name.name));
-		}
-		if (IS_ERR(de)) {
-			err = PTR_ERR(de);
-			break;
-		}
-		if (got < len || exfat_name_cmp(sbi, uni, len, cand, len))
-			continue;
-
-		err = exfat_get_entry_set(&it, primary, &es);
-		break;
+		exfat_walk_release(&w);
 	}
-	exfat_dir_iter_release(&it);
 	kfree(cand);
-	if (err)
-		return ERR_PTR(err);
+	if (ret < 0)
+		return ERR_PTR(ret);
 	if (es)
 		WRITE_ONCE(ei->find_hint, es->eidx + es->nr);
 	return es;

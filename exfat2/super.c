@@ -663,27 +663,26 @@ static void exfat_set_geometry(struct exfat_sb_info *sbi,
 static int exfat_scan_root(struct super_block *sb, struct inode *root)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	u32 eidx, nr = i_size_read(root) >> EXFAT_DENTRY_SHIFT;
 	u32 bitmap_clu = 0, upcase_clu = 0, upcase_csum = 0;
 	u64 bitmap_len = 0, upcase_len = 0;
 	bool have_bitmap = false, have_upcase = false;
+	struct exfat_walk_item item;
+	struct exfat_walk w;
 	union exfat_dentry de;
 	unsigned int i;
 	int err;
 
-	for (eidx = 0; eidx < nr; eidx++) {
-		err = exfat_dir_read_entry(root, eidx, &de);
-		if (err)
-			return err;
-		if (de.generic.type == EXFAT_TYPE_EOD)
-			break;
-		switch (de.generic.type) {
+	exfat_walk_init(&w, root, 0);
+	while ((err = exfat_walk_next(&w, &item)) > 0) {
+		de = *item.de;
+		switch (item.type) {
 		case EXFAT_TYPE_BITMAP:
 			if ((de.bitmap.flags & 1) != sbi->active_fat)
 				break;
 			if (have_bitmap) {
 				exfat_err(sb, "more than one allocation bitmap");
-				return -EFSCORRUPTED;
+				err = -EFSCORRUPTED;
+				break;
 			}
 			have_bitmap = true;
 			bitmap_clu = le32_to_cpu(de.bitmap.first_cluster);
@@ -717,7 +716,12 @@ static int exfat_scan_root(struct super_block *sb, struct inode *root)
 		default:
 			break;
 		}
+		if (err < 0)
+			break;
 	}
+	exfat_walk_release(&w);
+	if (err)
+		return err;
 
 	if (!have_bitmap) {
 		exfat_err(sb, "no allocation bitmap in the root directory");

@@ -385,3 +385,96 @@ def nsx_judge_fails_on_purpose():
                 log(f"caught {what}: {e}")
                 continue
             raise TestFailure(f"the model comparison missed {what}")
+
+
+def _kmsg_mark(text):
+    with open("/dev/kmsg", "w") as k:
+        k.write(f"<5>exfat2-test: {text}\n")
+
+
+def _kmsg_since(text):
+    out = sh("dmesg").stdout
+    return out[out.rfind(text):]
+
+
+def _still_writable(mnt):
+    with open(f"{mnt}/probe", "wb") as f:
+        f.write(b"x")
+    os.unlink(f"{mnt}/probe")
+
+
+@test(timeout=300)
+def nfs_parent_of_directory_without_end_marker():
+    """A directory filled to the end of its only cluster, FAT-chained, has
+    no end-of-directory entry.  Reconnecting a file handle searches the
+    tree for a parent: the search must stop at each directory's
+    DataLength, not run into the end of its chain and call the volume
+    corrupt."""
+    from lib import name_to_handle, open_by_handle
+    with Image(size_mb=32, cluster=4096) as img:
+        with mount(img.dev, driver="intree") as mnt:
+            os.mkdir(f"{mnt}/p")
+            # 2 sets of 4 entries and 40 of 3: the 128 entries of a cluster
+            for i in range(42):
+                name = f"{i:02d}" + ("x" * 14 if i < 2 else "")
+                open(f"{mnt}/p/{name}", "w").close()
+            os.makedirs(f"{mnt}/t/u/v")
+        v = rawfs.Volume(img.dev)
+        try:
+            s, parent = v.lookup("p")
+            flags, first, _, size = s.stream
+            assert_eq(size, 4096, "p is one cluster")
+            ents = [e for _, e in v.entries([first])]
+            assert_eq(all(e[0] != 0 for e in ents), True, "p has no end")
+            # make p FAT-chained: FAT entry EOC, NoFatChain cleared
+            v.set_fat(first, rawfs.EOC)
+            st = bytearray(s.entries[1])
+            st[1] &= ~2
+            v.write_set(parent, s.eidx, [s.entries[0], bytes(st)] +
+                        s.entries[2:])
+        finally:
+            v.close()
+        with mount(img.dev) as mnt:
+            h = name_to_handle(f"{mnt}/t/u/v")
+            sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+            _kmsg_mark("open by handle")
+            fd = open_by_handle(mnt, h)
+            try:
+                assert_eq(os.listdir(fd), [], "directory by handle")
+            finally:
+                os.close(fd)
+            msgs = _kmsg_since("open by handle")
+            assert_eq("exfat2 (" in msgs, False, f"no complaint: {msgs}")
+            _still_writable(mnt)
+
+
+@test(timeout=300)
+def nfs_forged_handle_is_stale():
+    """A handle naming a position that holds no entry set (a name entry,
+    a cluster of file data, a cluster past the heap) is -ESTALE, with no
+    corruption reported and the volume still writable."""
+    import errno
+    import struct
+    from lib import expect_errno
+    from lib import name_to_handle, open_by_handle
+    with Image(size_mb=32, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            os.makedirs(f"{mnt}/d")
+            with open(f"{mnt}/d/file", "wb") as f:
+                f.write(random.Random(1).randbytes(20000))
+            h = name_to_handle(f"{mnt}/d/file")
+            dir_clu, eidx, start, flags = struct.unpack_from("<4I", h, 8)
+            sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+            _kmsg_mark("forged handles")
+            for what, fields in (
+                    ("a name entry", (dir_clu, eidx + 2, start, flags)),
+                    ("the stream entry", (dir_clu, eidx + 1, start, flags)),
+                    ("file data as a directory", (start, 0, start, 0)),
+                    ("file data, FAT-chained", (start, 3, 0, 0)),
+                    ("past the heap", (0x7fffffff, 0, 0, 0)),
+                    ("past the directory", (dir_clu, 4000, start, flags))):
+                struct.pack_into("<4I", h, 8, *fields)
+                expect_errno(errno.ESTALE, open_by_handle, mnt, h)
+            msgs = _kmsg_since("forged handles")
+            assert_eq("exfat2 (" in msgs, False, f"no complaint: {msgs}")
+            _still_writable(mnt)

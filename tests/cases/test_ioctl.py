@@ -8,8 +8,8 @@ import fcntl
 import os
 import struct
 
-from lib import (Image, assert_eq, assert_true, expect_errno, mount, sh,
-                 test, umount)
+from lib import (Image, assert_eq, assert_true, expect_errno, mount,
+                 name_to_handle, open_by_handle, sh, test, umount)
 from tree import write_file
 
 FS_IOC_GETFSLABEL = 0x81009431
@@ -147,31 +147,6 @@ def remount_options():
             write_file(f"{mnt}/g", 10)
 
 
-def _handle_of(path):
-    libc = ctypes.CDLL(None, use_errno=True)
-    buf = ctypes.create_string_buffer(8 + 128)
-    struct.pack_into("Ii", buf, 0, 128, 0)
-    mount_id = ctypes.c_int()
-    if libc.syscall(303, -100, path.encode(), buf, ctypes.byref(mount_id),
-                    0) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    return buf
-
-
-def _open_handle(mnt, handle, flags=os.O_RDONLY):
-    libc = ctypes.CDLL(None, use_errno=True)
-    mfd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fd = libc.syscall(304, mfd, handle, flags)
-        if fd < 0:
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e))
-        return fd
-    finally:
-        os.close(mfd)
-
-
 @test(timeout=300, writes=True)
 def nfs_file_handles():
     """File handles survive cache eviction; a renamed file's is stale."""
@@ -180,25 +155,25 @@ def nfs_file_handles():
             os.makedirs(f"{mnt}/a/b")
             write_file(f"{mnt}/a/b/f", 7000, seed=3)
             write_file(f"{mnt}/g", 100, seed=4)
-            hf = _handle_of(f"{mnt}/a/b/f")
-            hd = _handle_of(f"{mnt}/a/b")
-            hg = _handle_of(f"{mnt}/g")
+            hf = name_to_handle(f"{mnt}/a/b/f")
+            hd = name_to_handle(f"{mnt}/a/b")
+            hg = name_to_handle(f"{mnt}/g")
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
-            fd = _open_handle(mnt, hf)
+            fd = open_by_handle(mnt, hf)
             try:
                 data = os.read(fd, 10000)
             finally:
                 os.close(fd)
             from tree import pattern
             assert_eq(data, pattern(7000, 3), "file by handle")
-            fd = _open_handle(mnt, hd)
+            fd = open_by_handle(mnt, hd)
             try:
                 assert_eq(os.listdir(fd), ["f"], "directory by handle")
             finally:
                 os.close(fd)
             os.rename(f"{mnt}/g", f"{mnt}/a/g2")
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
-            expect_errno(errno.ESTALE, _open_handle, mnt, hg)
+            expect_errno(errno.ESTALE, open_by_handle, mnt, hg)
 
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -57,6 +57,8 @@ API
         returns the exception.
   log(msg)
         print msg to the test's log and into the kernel log (dmesg).
+  name_to_handle(path), open_by_handle(mnt, handle, flags=O_RDONLY)
+        the file handle syscalls (NFS export).
   REPO, OUT, OURS_KO
         repo path, output directory, path of our module ($EXFAT2_KO if
         set, for other kernels than the packaged one).
@@ -365,6 +367,37 @@ def kmemleak_report():
             return None
     with open(KMEMLEAK) as f:
         return f.read().strip()
+
+
+def name_to_handle(path):
+    """name_to_handle_at(2): the file handle of path, as a buffer
+    (struct file_handle: handle_bytes, handle_type, then f_handle at 8)."""
+    import ctypes
+    import struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(8 + 128)
+    struct.pack_into("Ii", buf, 0, 128, 0)
+    mount_id = ctypes.c_int()
+    if libc.syscall(303, -100, path.encode(), buf, ctypes.byref(mount_id),
+                    0) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return buf
+
+
+def open_by_handle(mnt, handle, flags=os.O_RDONLY):
+    """open_by_handle_at(2) on the mount at mnt; returns the fd."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    mfd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = libc.syscall(304, mfd, handle, flags)
+        if fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return fd
+    finally:
+        os.close(mfd)
 
 
 def _mkstemp():
