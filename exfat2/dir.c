@@ -10,17 +10,6 @@
 
 #define EXFAT_DIR_POS_BASE	2	/* after "." and ".." */
 
-/* Copy the name of a verified set; returns its length in UTF-16 units. */
-unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name)
-{
-	unsigned int len = exfat_es_stream(es)->name_len;
-	unsigned int i;
-
-	for (i = 0; i < len; i++)
-		name[i] = es->de[2 + i / EXFAT_NAME_PER_ENTRY].name.name[i % EXFAT_NAME_PER_ENTRY];
-	return len;
-}
-
 /*
  * Count subdirectories for nlink.  Only the File entries' attributes are
  * looked at; a set that fails verification later is reported then.
@@ -35,8 +24,7 @@ int exfat_count_subdirs(struct inode *dir)
 		return 0;
 	exfat_walk_init(&w, dir, 0);
 	while ((ret = exfat_walk_next(&w, &item)) > 0)
-		if (item.type == EXFAT_TYPE_FILE &&
-		    le16_to_cpu(item.de->file.attr) & EXFAT_ATTR_DIRECTORY)
+		if (exfat_walk_item_is_dir(&item))
 			count++;
 	exfat_walk_release(&w);
 	return ret < 0 ? ret : count;
@@ -63,8 +51,7 @@ static int exfat_emit_set(struct file *file, struct dir_context *ctx,
 	if (err)
 		return err;
 	nlen = exfat_es_get_name(es, uni);
-	type = le16_to_cpu(es->de[0].file.attr) & EXFAT_ATTR_DIRECTORY ?
-	       DT_DIR : DT_REG;
+	type = exfat_es_attr(es) & EXFAT_ATTR_DIRECTORY ? DT_DIR : DT_REG;
 	kfree(es);
 
 	inode = exfat_ilookup(sb, dir, item->eidx);

@@ -725,6 +725,175 @@ int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr)
 }
 
 /*
+ * Does the set of item carry the name uni (len units, hash its NameHash)?
+ * The raw name is compared; the set is verified only on a match.  cand
+ * has room for EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY units.
+ */
+int exfat_walk_item_named(struct exfat_walk *w,
+			  const struct exfat_walk_item *item,
+			  const u16 *uni, unsigned int len, u16 hash,
+			  __le16 *cand)
+{
+	const union exfat_dentry *de;
+	unsigned int i, got;
+
+	de = exfat_walk_entry(w, item->eidx + 1);
+	if (IS_ERR(de))
+		return PTR_ERR(de);
+	if (de->generic.type != EXFAT_TYPE_STREAM ||
+	    de->stream.name_len != len ||
+	    le16_to_cpu(de->stream.name_hash) != hash)
+		return 0;
+	for (got = 0, i = 2; got < len && i < item->nr;
+	     i++, got += EXFAT_NAME_PER_ENTRY) {
+		de = exfat_walk_entry(w, item->eidx + i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		memcpy(cand + got, de->name.name, sizeof(de->name.name));
+	}
+	return got >= len &&
+	       !exfat_name_cmp(EXFAT_SB(w->it.sb), uni, len, cand, len);
+}
+
+/* Does the set's name differ from uni in any unit (case included)? */
+bool exfat_es_name_differs(const struct exfat_entry_set *es, const u16 *uni,
+			   unsigned int len)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++) {
+		const struct exfat_dentry_name *ne =
+			&es->de[2 + i / EXFAT_NAME_PER_ENTRY].name;
+
+		if (le16_to_cpu(ne->name[i % EXFAT_NAME_PER_ENTRY]) != uni[i])
+			return true;
+	}
+	return false;
+}
+
+/* Give a new set the creation, modification and access time ts. */
+void exfat_es_stamp(struct exfat_entry_set *es, const struct timespec64 *ts)
+{
+	struct exfat_dentry_file *fe = &es->de[0].file;
+	struct exfat_time t;
+
+	exfat_ts_to_time(ts, 0, &t);
+	fe->create_time = t.stamp;
+	fe->modify_time = t.stamp;
+	fe->create_10ms = t.cs;
+	fe->modify_10ms = t.cs;
+	fe->create_tz = t.tz;
+	fe->modify_tz = t.tz;
+	exfat_ts_to_time(&(struct timespec64){ ts->tv_sec & ~1LL, 0 }, 0, &t);
+	fe->access_time = t.stamp;
+	fe->access_tz = t.tz;
+}
+
+/*
+ * Secondary entries after the name may allocate clusters of their own
+ * (Vendor Allocation); they go with the set.  The pending-free list keeps
+ * them allocated until the deleted set is durable.
+ */
+void exfat_es_free_allocs(struct super_block *sb,
+			  const struct exfat_entry_set *es)
+{
+	unsigned int i;
+
+	for (i = 2; i < es->nr; i++)
+		if (es->de[i].generic.type != EXFAT_TYPE_NAME)
+			exfat_free_secondary_alloc(sb, &es->de[i]);
+}
+
+/* Is the File entry of item that of a directory? */
+bool exfat_walk_item_is_dir(const struct exfat_walk_item *item)
+{
+	return item->type == EXFAT_TYPE_FILE &&
+	       le16_to_cpu(item->de->file.attr) & EXFAT_ATTR_DIRECTORY;
+}
+
+/* The Stream entry of the set of item (a File set), or an ERR_PTR. */
+const struct exfat_dentry_stream *
+exfat_walk_item_stream(struct exfat_walk *w, const struct exfat_walk_item *item)
+{
+	const union exfat_dentry *de;
+
+	if (item->nr < 2)
+		return ERR_PTR(-EFSCORRUPTED);
+	de = exfat_walk_entry(w, item->eidx + 1);
+	if (IS_ERR(de))
+		return ERR_CAST(de);
+	return de->generic.type == EXFAT_TYPE_STREAM ? &de->stream :
+						       ERR_PTR(-EFSCORRUPTED);
+}
+
+/* Copy the name of a verified set; returns its length in UTF-16 units. */
+unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name)
+{
+	unsigned int len = exfat_es_stream(es)->name_len;
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		name[i] = es->de[2 + i / EXFAT_NAME_PER_ENTRY].name.name[i % EXFAT_NAME_PER_ENTRY];
+	return len;
+}
+
+/* The attributes of a set's File entry. */
+u16 exfat_es_attr(const struct exfat_entry_set *es)
+{
+	return le16_to_cpu(es->de[0].file.attr);
+}
+
+void exfat_es_add_attr(struct exfat_entry_set *es, u16 attr)
+{
+	es->de[0].file.attr |= cpu_to_le16(attr);
+}
+
+/* Point a new set's Stream entry at its data. */
+void exfat_es_set_stream(struct exfat_entry_set *es, u32 clu, u8 flags,
+			 u64 size, u64 valid)
+{
+	struct exfat_dentry_stream *st = &es->de[1].stream;
+
+	st->flags |= flags;
+	st->first_cluster = cpu_to_le32(clu);
+	st->size = cpu_to_le64(size);
+	st->valid_size = cpu_to_le64(valid);
+}
+
+/*
+ * Give new_es, a set built with a new name, what the set src (the same
+ * file's, read again) says now: the File entry but for SecondaryCount,
+ * the Stream entry but for the name's length and hash, and the benign
+ * secondaries after the name.  -EINVAL if src's secondaries do not fit.
+ */
+int exfat_es_take_contents(struct exfat_entry_set *new_es,
+			   const struct exfat_entry_set *src)
+{
+	const struct exfat_dentry_stream *st = exfat_es_stream(src);
+	unsigned int nr = new_es->nr;
+	unsigned int extra = src->nr - 2 -
+			     DIV_ROUND_UP(st->name_len, EXFAT_NAME_PER_ENTRY);
+
+	if (extra != nr - 2 - DIV_ROUND_UP(exfat_es_stream(new_es)->name_len,
+					   EXFAT_NAME_PER_ENTRY))
+		return -EINVAL;
+	new_es->de[0] = src->de[0];
+	new_es->de[0].file.secondary_count = nr - 1;
+	new_es->de[1].stream = (struct exfat_dentry_stream){
+		.type = st->type,
+		.flags = st->flags,
+		.name_len = new_es->de[1].stream.name_len,
+		.name_hash = new_es->de[1].stream.name_hash,
+		.valid_size = st->valid_size,
+		.first_cluster = st->first_cluster,
+		.size = st->size,
+	};
+	memcpy(&new_es->de[nr - extra], &src->de[src->nr - extra],
+	       extra * sizeof(src->de[0]));
+	return 0;
+}
+
+/*
  * Build a file entry set named uni (len units) in a new buffer: File and
  * Stream entries from tmpl when given (a rename keeps everything but the
  * name, benign secondaries included), else empty ones for attr.

@@ -350,6 +350,28 @@ u16 exfat_set_checksum(const union exfat_dentry *set, unsigned int nr);
 const char *exfat_verify_file_set(const union exfat_dentry *set,
 				  unsigned int nr);
 u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len);
+
+/* What the root directory's critical primaries say (§7.1-7.5). */
+struct exfat_root_info {
+	u32	bitmap_clu;
+	u64	bitmap_len;
+	u32	upcase_clu;
+	u64	upcase_len;
+	u32	upcase_csum;
+	u8	guid[16];
+	u16	label[EXFAT_LABEL_MAX_LEN];
+	unsigned int label_len;
+	bool	have_bitmap;
+	bool	have_upcase;
+	bool	have_guid;
+	bool	bad_guid;
+};
+
+const char *exfat_parse_root_entry(struct exfat_root_info *ri,
+				   const union exfat_dentry *de,
+				   unsigned int active_fat);
+void exfat_make_label_entry(union exfat_dentry *de, const u16 *uni,
+			    unsigned int len);
 u32 exfat_upcase_checksum(const void *buf, size_t len);
 #define EXFAT_UPCASE_ENTRIES	0x10000U	/* one per UTF-16 unit */
 int exfat_upcase_expand(const __le16 *buf, size_t len, u16 *table);
@@ -502,6 +524,13 @@ void exfat_walk_limit(struct exfat_walk *w, u32 end);
 int exfat_walk_next(struct exfat_walk *w, struct exfat_walk_item *item);
 const union exfat_dentry *exfat_walk_entry(struct exfat_walk *w, u32 eidx);
 int exfat_walk_release(struct exfat_walk *w);
+bool exfat_walk_item_is_dir(const struct exfat_walk_item *item);
+const struct exfat_dentry_stream *
+exfat_walk_item_stream(struct exfat_walk *w, const struct exfat_walk_item *item);
+int exfat_walk_item_named(struct exfat_walk *w,
+			  const struct exfat_walk_item *item,
+			  const u16 *uni, unsigned int len, u16 hash,
+			  __le16 *cand);
 void exfat_dir_iter_init(struct exfat_dir_iter *it, struct inode *dir);
 void exfat_dir_iter_init_pos(struct exfat_dir_iter *it, struct super_block *sb,
 			     u32 start_clu, u8 flags);
@@ -521,6 +550,18 @@ int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
 			  u32 *eidx);
 int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx);
 int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr);
+unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name);
+bool exfat_es_name_differs(const struct exfat_entry_set *es, const u16 *uni,
+			   unsigned int len);
+u16 exfat_es_attr(const struct exfat_entry_set *es);
+void exfat_es_add_attr(struct exfat_entry_set *es, u16 attr);
+void exfat_es_stamp(struct exfat_entry_set *es, const struct timespec64 *ts);
+void exfat_es_set_stream(struct exfat_entry_set *es, u32 clu, u8 flags,
+			 u64 size, u64 valid);
+int exfat_es_take_contents(struct exfat_entry_set *new_es,
+			   const struct exfat_entry_set *src);
+void exfat_es_free_allocs(struct super_block *sb,
+			  const struct exfat_entry_set *es);
 struct exfat_entry_set *exfat_build_set(struct super_block *sb,
 					const u16 *uni, unsigned int len,
 					const struct exfat_entry_set *tmpl,
@@ -562,7 +603,6 @@ int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
 
 /* dir.c */
 extern const struct file_operations exfat_dir_operations;
-unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name);
 int exfat_count_subdirs(struct inode *dir);
 
 /* namei.c */

@@ -101,7 +101,6 @@ static struct inode *exfat_search_dir(struct super_block *sb,
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct inode *found = ERR_PTR(-ESTALE);
 	const struct exfat_dentry_stream *st;
-	const union exfat_dentry *de;
 	struct exfat_walk_item item;
 	struct exfat_walk w;
 	struct exfat_dir_ref sub;
@@ -109,15 +108,13 @@ static struct inode *exfat_search_dir(struct super_block *sb,
 
 	exfat_walk_init_pos(&w, sb, ref->clu, ref->flags, ref->size);
 	while ((ret = exfat_walk_next(&w, &item)) > 0) {
-		if (item.type != EXFAT_TYPE_FILE || !item.whole ||
-		    !(le16_to_cpu(item.de->file.attr) & EXFAT_ATTR_DIRECTORY))
+		if (!item.whole || !exfat_walk_item_is_dir(&item))
 			continue;
-		de = exfat_walk_entry(&w, item.eidx + 1);
-		if (IS_ERR(de)) {
-			ret = PTR_ERR(de);
+		st = exfat_walk_item_stream(&w, &item);
+		if (IS_ERR(st)) {
+			ret = PTR_ERR(st);
 			break;
 		}
-		st = &de->stream;
 		sub.clu = le32_to_cpu(st->first_cluster);
 		sub.flags = st->flags & EXFAT_FLAG_NO_FAT_CHAIN;
 		sub.size = le64_to_cpu(st->size);

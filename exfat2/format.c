@@ -459,6 +459,77 @@ void exfat_ts_to_time(const struct timespec64 *ts, int local_offset,
 	t->tz = EXFAT_TZ_VALID;
 }
 
+/**
+ * exfat_parse_root_entry - take a primary entry of the root directory
+ * @ri: what the scan found so far
+ * @de: the entry
+ * @active_fat: VolumeFlags' ActiveFat (0 or 1)
+ *
+ * The critical primaries of the root (§7.1-7.3) and the volume GUID
+ * (§7.5): the allocation bitmap ActiveFat selects, the first up-case
+ * table, the label and the GUID.  Other entries are ignored.  Returns
+ * NULL, or why the volume cannot be mounted.
+ */
+const char *exfat_parse_root_entry(struct exfat_root_info *ri,
+				   const union exfat_dentry *de,
+				   unsigned int active_fat)
+{
+	unsigned int i;
+
+	switch (de->generic.type) {
+	case EXFAT_TYPE_BITMAP:
+		if ((de->bitmap.flags & 1) != active_fat)
+			break;
+		if (ri->have_bitmap)
+			return "more than one allocation bitmap";
+		ri->have_bitmap = true;
+		ri->bitmap_clu = le32_to_cpu(de->bitmap.first_cluster);
+		ri->bitmap_len = le64_to_cpu(de->bitmap.data_length);
+		break;
+	case EXFAT_TYPE_UPCASE:
+		if (ri->have_upcase)
+			break;
+		ri->have_upcase = true;
+		ri->upcase_clu = le32_to_cpu(de->upcase.first_cluster);
+		ri->upcase_len = le64_to_cpu(de->upcase.data_length);
+		ri->upcase_csum = le32_to_cpu(de->upcase.checksum);
+		break;
+	case EXFAT_TYPE_GUID:
+		/* a primary with no secondaries, checksummed */
+		if (de->guid.secondary_count ||
+		    le16_to_cpu(de->guid.set_checksum) !=
+		    exfat_set_checksum(de, 1)) {
+			ri->bad_guid = true;
+			break;
+		}
+		memcpy(ri->guid, de->guid.guid, sizeof(ri->guid));
+		ri->have_guid = true;
+		break;
+	case EXFAT_TYPE_LABEL:
+		ri->label_len = min_t(unsigned int, de->label.char_count,
+				      EXFAT_LABEL_MAX_LEN);
+		for (i = 0; i < ri->label_len; i++)
+			ri->label[i] = le16_to_cpu(de->label.label[i]);
+		break;
+	default:
+		break;
+	}
+	return NULL;
+}
+
+/* A Volume Label entry (§7.3) holding the len units of uni. */
+void exfat_make_label_entry(union exfat_dentry *de, const u16 *uni,
+			    unsigned int len)
+{
+	unsigned int i;
+
+	memset(de, 0, sizeof(*de));
+	de->label.type = EXFAT_TYPE_LABEL;
+	de->label.char_count = min_t(unsigned int, len, EXFAT_LABEL_MAX_LEN);
+	for (i = 0; i < de->label.char_count; i++)
+		de->label.label[i] = cpu_to_le16(uni[i]);
+}
+
 #if IS_ENABLED(CONFIG_KUNIT)
 #include "format_test.c"
 #endif

@@ -980,6 +980,68 @@ static void exfat_time_round_trip_test(struct kunit *test)
 	}
 }
 
+/* The root scan: which bitmap, which up-case table, GUID and label. */
+static void exfat_parse_root_test(struct kunit *test)
+{
+	struct exfat_root_info *ri = kunit_kzalloc(test, sizeof(*ri),
+						   GFP_KERNEL);
+	static const u16 name[] = { 'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H',
+				    'I', 'J', 'K', 'L', 'M' };
+	union exfat_dentry de = {};
+
+	KUNIT_ASSERT_NOT_NULL(test, ri);
+
+	/* the bitmap of the other FAT is not ours */
+	de.bitmap.type = EXFAT_TYPE_BITMAP;
+	de.bitmap.flags = 1;
+	de.bitmap.first_cluster = cpu_to_le32(9);
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 0));
+	KUNIT_EXPECT_FALSE(test, ri->have_bitmap);
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	KUNIT_EXPECT_TRUE(test, ri->have_bitmap);
+	KUNIT_EXPECT_EQ(test, ri->bitmap_clu, 9U);
+	/* a second one for the same FAT is refused */
+	KUNIT_EXPECT_NOT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+
+	/* the first up-case table counts */
+	memset(&de, 0, sizeof(de));
+	de.upcase.type = EXFAT_TYPE_UPCASE;
+	de.upcase.first_cluster = cpu_to_le32(3);
+	de.upcase.checksum = cpu_to_le32(0xe619d30d);
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	de.upcase.first_cluster = cpu_to_le32(4);
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	KUNIT_EXPECT_EQ(test, ri->upcase_clu, 3U);
+	KUNIT_EXPECT_EQ(test, ri->upcase_csum, 0xe619d30dU);
+
+	/* a GUID entry counts only with its checksum and no secondaries */
+	memset(&de, 0, sizeof(de));
+	de.guid.type = EXFAT_TYPE_GUID;
+	de.guid.guid[0] = 0x42;
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	KUNIT_EXPECT_TRUE(test, ri->bad_guid);
+	KUNIT_EXPECT_FALSE(test, ri->have_guid);
+	de.guid.set_checksum = cpu_to_le16(exfat_set_checksum(&de, 1));
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	KUNIT_EXPECT_TRUE(test, ri->have_guid);
+	KUNIT_EXPECT_EQ(test, ri->guid[0], 0x42);
+
+	/* a label: at most 11 units, whatever CharacterCount says */
+	exfat_make_label_entry(&de, name, ARRAY_SIZE(name));
+	KUNIT_EXPECT_EQ(test, de.label.char_count, EXFAT_LABEL_MAX_LEN);
+	de.label.char_count = 200;
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	KUNIT_EXPECT_EQ(test, ri->label_len, EXFAT_LABEL_MAX_LEN);
+	KUNIT_EXPECT_EQ(test, ri->label[10], 'K');
+
+	/* files and unknown benign primaries are not the scan's business */
+	memset(&de, 0, sizeof(de));
+	de.generic.type = EXFAT_TYPE_PADDING;
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+	de.generic.type = EXFAT_TYPE_FILE;
+	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
+}
+
 static struct kunit_case exfat_format_test_cases[] = {
 	KUNIT_CASE_PARAM(exfat_boot_sector_test, exfat_boot_gen_params),
 	KUNIT_CASE(exfat_boot_checksum_test),
@@ -993,6 +1055,7 @@ static struct kunit_case exfat_format_test_cases[] = {
 	KUNIT_CASE_PARAM(exfat_time_decode_test, exfat_decode_gen_params),
 	KUNIT_CASE_PARAM(exfat_time_encode_test, exfat_encode_gen_params),
 	KUNIT_CASE(exfat_time_round_trip_test),
+	KUNIT_CASE(exfat_parse_root_test),
 	{}
 };
 

@@ -150,37 +150,6 @@ int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
 }
 
 /*
- * Does the set of item carry the name uni (len units, hash its NameHash)?
- * The raw name is compared; the set is verified only on a match.  cand
- * has room for EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY units.
- */
-static int exfat_item_named(struct exfat_walk *w,
-			    const struct exfat_walk_item *item,
-			    const u16 *uni, unsigned int len, u16 hash,
-			    __le16 *cand)
-{
-	const union exfat_dentry *de;
-	unsigned int i, got;
-
-	de = exfat_walk_entry(w, item->eidx + 1);
-	if (IS_ERR(de))
-		return PTR_ERR(de);
-	if (de->generic.type != EXFAT_TYPE_STREAM ||
-	    de->stream.name_len != len ||
-	    le16_to_cpu(de->stream.name_hash) != hash)
-		return 0;
-	for (got = 0, i = 2; got < len && i < item->nr;
-	     i++, got += EXFAT_NAME_PER_ENTRY) {
-		de = exfat_walk_entry(w, item->eidx + i);
-		if (IS_ERR(de))
-			return PTR_ERR(de);
-		memcpy(cand + got, de->name.name, sizeof(de->name.name));
-	}
-	return got >= len &&
-	       !exfat_name_cmp(EXFAT_SB(w->it.sb), uni, len, cand, len);
-}
-
-/*
  * Find the entry set named uni (len units, hash its NameHash) in dir,
  * from the directory's find_hint to its end, then from its start to the
  * hint.  Returns its verified copy, NULL when absent, or an ERR_PTR.
@@ -210,7 +179,7 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 		while ((ret = exfat_walk_next(&w, &item)) > 0) {
 			if (item.type != EXFAT_TYPE_FILE || !item.whole)
 				continue;
-			ret = exfat_item_named(&w, &item, uni, len, hash, cand);
+			ret = exfat_walk_item_named(&w, &item, uni, len, hash, cand);
 			if (ret > 0)
 				ret = exfat_get_entry_set(&w.it, item.eidx, &es) ?: 1;
 			if (ret)
@@ -251,22 +220,6 @@ static bool exfat_dir_loops(struct dentry *parent, struct inode *inode)
 	return loops;
 }
 
-/* Does the set's name differ from uni in any unit (case included)? */
-static bool exfat_name_differs(const struct exfat_entry_set *es,
-			       const u16 *uni, unsigned int len)
-{
-	unsigned int i;
-
-	for (i = 0; i < len; i++) {
-		const struct exfat_dentry_name *ne =
-			&es->de[2 + i / EXFAT_NAME_PER_ENTRY].name;
-
-		if (le16_to_cpu(ne->name[i % EXFAT_NAME_PER_ENTRY]) != uni[i])
-			return true;
-	}
-	return false;
-}
-
 static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 				   unsigned int flags)
 {
@@ -296,7 +249,7 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 		return ERR_CAST(es);
 	}
 	if (es && flags & LOOKUP_RENAME_TARGET &&
-	    exfat_name_differs(es, uni, len)) {
+	    exfat_es_name_differs(es, uni, len)) {
 		stale = true;
 		/*
 		 * "abc" renamed to "ABC": a negative target lets the VFS call
@@ -350,25 +303,6 @@ static int exfat_new_name(struct super_block *sb, const struct qstr *q,
 	return len;
 }
 
-static void exfat_stamp_set(struct exfat_entry_set *es,
-			    const struct timespec64 *ts)
-{
-	struct exfat_dentry_file *fe = &es->de[0].file;
-	struct exfat_time t;
-
-	exfat_ts_to_time(ts, 0, &t);
-	fe->create_time = t.stamp;
-	fe->modify_time = t.stamp;
-	fe->create_10ms = t.cs;
-	fe->modify_10ms = t.cs;
-	fe->create_tz = t.tz;
-	fe->modify_tz = t.tz;
-	exfat_ts_to_time(&(struct timespec64){ ts->tv_sec & ~1LL, 0 }, 0, &t);
-	fe->access_time = t.stamp;
-	fe->access_tz = t.tz;
-}
-
-/* Write the new set es into dir at free slots; return its inode. */
 /*
  * Write es into dir and return its inode.  On failure *kept says whether
  * the set may still be in dir, so that what it names must not be freed.
@@ -444,17 +378,15 @@ static int exfat_create_common(struct inode *dir, struct dentry *dentry,
 		err = PTR_ERR(es);
 		goto out_uni;
 	}
-	exfat_stamp_set(es, &ts);
+	exfat_es_stamp(es, &ts);
 
 	/* a new directory gets its first cluster, zeroed, before its entry */
 	if (is_dir && !sbi->opts.zero_size_dir) {
 		err = exfat_alloc_dir_cluster(sb, &clu);
 		if (err)
 			goto out_es;
-		es->de[1].stream.flags |= EXFAT_FLAG_NO_FAT_CHAIN;
-		es->de[1].stream.first_cluster = cpu_to_le32(clu);
-		es->de[1].stream.size = cpu_to_le64(sbi->clu_size);
-		es->de[1].stream.valid_size = cpu_to_le64(sbi->clu_size);
+		exfat_es_set_stream(es, clu, EXFAT_FLAG_NO_FAT_CHAIN,
+				    sbi->clu_size, sbi->clu_size);
 	}
 
 	inode = exfat_add_set(dir, es, &kept);
@@ -501,21 +433,6 @@ static int exfat_dir_empty(struct inode *inode)
 }
 
 /*
- * Secondary entries after the name may allocate clusters of their own
- * (Vendor Allocation); they go with the set.  The pending-free list keeps
- * them allocated until the deleted set is durable.
- */
-static void exfat_free_set_allocs(struct super_block *sb,
-				  const struct exfat_entry_set *es)
-{
-	unsigned int i;
-
-	for (i = 2; i < es->nr; i++)
-		if (es->de[i].generic.type != EXFAT_TYPE_NAME)
-			exfat_free_secondary_alloc(sb, &es->de[i]);
-}
-
-/*
  * Remove the entry set of inode from dir; the inode keeps its clusters
  * (freed when it is evicted), what other secondaries allocate is freed.
  * *nr (if given) is how many entries the set had.
@@ -536,7 +453,7 @@ static int exfat_remove_set(struct inode *dir, struct inode *inode,
 		err = exfat_delete_entries(&it, ei->eidx, es->nr);
 	err = exfat_dir_iter_release(&it) ?: err;
 	if (!err)
-		exfat_free_set_allocs(dir->i_sb, es);
+		exfat_es_free_allocs(dir->i_sb, es);
 	if (!err && nr)
 		*nr = es->nr;
 	kfree(es);
@@ -723,7 +640,6 @@ static int exfat_refresh_set(struct inode *dir, struct inode *inode,
 {
 	struct exfat_entry_set *es;
 	struct exfat_dir_iter it;
-	unsigned int extra, nr = new_es->nr;
 	int err;
 
 	lockdep_assert_held(&EXFAT_I(inode)->pos_lock);
@@ -732,29 +648,16 @@ static int exfat_refresh_set(struct inode *dir, struct inode *inode,
 	exfat_dir_iter_release(&it);
 	if (err)
 		return err;
-	extra = es->nr - 2 - DIV_ROUND_UP(exfat_es_stream(es)->name_len,
-					  EXFAT_NAME_PER_ENTRY);
 	/* only a rename changes the name and secondaries: i_rwsem held */
-	if (WARN_ON_ONCE(es->nr != (*old)->nr || extra > nr - 2)) {
+	err = es->nr != (*old)->nr ? -EINVAL :
+	      exfat_es_take_contents(new_es, es);
+	if (WARN_ON_ONCE(err)) {
 		kfree(es);
-		return -EINVAL;
+		return err;
 	}
-	new_es->de[0] = es->de[0];
-	new_es->de[0].file.secondary_count = nr - 1;
-	new_es->de[1].stream = (struct exfat_dentry_stream){
-		.type = es->de[1].stream.type,
-		.flags = es->de[1].stream.flags,
-		.name_len = new_es->de[1].stream.name_len,
-		.name_hash = new_es->de[1].stream.name_hash,
-		.valid_size = es->de[1].stream.valid_size,
-		.first_cluster = es->de[1].stream.first_cluster,
-		.size = es->de[1].stream.size,
-	};
-	memcpy(&new_es->de[nr - extra], &es->de[es->nr - extra],
-	       extra * sizeof(es->de[0]));
 	if (!S_ISDIR(inode->i_mode))
 		/* as Windows: a renamed file needs archiving */
-		new_es->de[0].file.attr |= cpu_to_le16(EXFAT_ATTR_ARCHIVE);
+		exfat_es_add_attr(new_es, EXFAT_ATTR_ARCHIVE);
 	kfree(*old);
 	*old = es;
 	return 0;

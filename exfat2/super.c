@@ -296,18 +296,14 @@ static void exfat_sb_shutdown(struct super_block *sb)
 int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len)
 {
 	struct inode *root = d_inode(sb->s_root);
-	union exfat_dentry label = {};
+	union exfat_dentry label;
 	struct exfat_dir_iter it;
-	unsigned int i;
 	u32 found;
 	int err;
 
 	if (unlikely(exfat_forced_shutdown(sb)))
 		return -EIO;
-	label.label.type = EXFAT_TYPE_LABEL;
-	label.label.char_count = len;
-	for (i = 0; i < len; i++)
-		label.label.label[i] = cpu_to_le16(uni[i]);
+	exfat_make_label_entry(&label, uni, len);
 
 	inode_lock(root);
 	err = exfat_dir_find_type(root, EXFAT_TYPE_LABEL, &found);
@@ -663,81 +659,55 @@ static void exfat_set_geometry(struct exfat_sb_info *sbi,
 static int exfat_scan_root(struct super_block *sb, struct inode *root)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	u32 bitmap_clu = 0, upcase_clu = 0, upcase_csum = 0;
-	u64 bitmap_len = 0, upcase_len = 0;
-	bool have_bitmap = false, have_upcase = false;
+	struct exfat_root_info *ri;
 	struct exfat_walk_item item;
 	struct exfat_walk w;
-	union exfat_dentry de;
+	const char *why = NULL;
 	unsigned int i;
 	int err;
 
+	ri = kzalloc(sizeof(*ri), GFP_KERNEL);
+	if (!ri)
+		return -ENOMEM;
 	exfat_walk_init(&w, root, 0);
-	while ((err = exfat_walk_next(&w, &item)) > 0) {
-		de = *item.de;
-		switch (item.type) {
-		case EXFAT_TYPE_BITMAP:
-			if ((de.bitmap.flags & 1) != sbi->active_fat)
-				break;
-			if (have_bitmap) {
-				exfat_err(sb, "more than one allocation bitmap");
-				err = -EFSCORRUPTED;
-				break;
-			}
-			have_bitmap = true;
-			bitmap_clu = le32_to_cpu(de.bitmap.first_cluster);
-			bitmap_len = le64_to_cpu(de.bitmap.data_length);
-			break;
-		case EXFAT_TYPE_UPCASE:
-			if (have_upcase)
-				break;
-			have_upcase = true;
-			upcase_clu = le32_to_cpu(de.upcase.first_cluster);
-			upcase_len = le64_to_cpu(de.upcase.data_length);
-			upcase_csum = le32_to_cpu(de.upcase.checksum);
-			break;
-		case EXFAT_TYPE_GUID:
-			/* §7.5: a primary with no secondaries, checksummed */
-			if (de.guid.secondary_count ||
-			    le16_to_cpu(de.guid.set_checksum) !=
-			    exfat_set_checksum(&de, 1)) {
-				exfat_warn(sb, "ignoring a bad volume GUID entry");
-				break;
-			}
-			memcpy(sbi->vol_guid, de.guid.guid, sizeof(sbi->vol_guid));
-			sbi->has_guid = true;
-			break;
-		case EXFAT_TYPE_LABEL:
-			sbi->label_len = min_t(unsigned int, de.label.char_count,
-					       EXFAT_LABEL_MAX_LEN);
-			for (i = 0; i < sbi->label_len; i++)
-				sbi->label[i] = le16_to_cpu(de.label.label[i]);
-			break;
-		default:
-			break;
-		}
-		if (err < 0)
-			break;
-	}
+	while (!why && (err = exfat_walk_next(&w, &item)) > 0)
+		why = exfat_parse_root_entry(ri, item.de, sbi->active_fat);
 	exfat_walk_release(&w);
-	if (err)
-		return err;
-
-	if (!have_bitmap) {
-		exfat_err(sb, "no allocation bitmap in the root directory");
-		return -EFSCORRUPTED;
+	if (why) {
+		exfat_err(sb, "%s", why);
+		err = -EFSCORRUPTED;
 	}
-	err = exfat_load_bitmap(sb, bitmap_clu, bitmap_len);
 	if (err)
-		return err;
+		goto out;
+	if (ri->bad_guid)
+		exfat_warn(sb, "ignoring a bad volume GUID entry");
+	if (ri->have_guid) {
+		memcpy(sbi->vol_guid, ri->guid, sizeof(sbi->vol_guid));
+		sbi->has_guid = true;
+	}
+	sbi->label_len = ri->label_len;
+	for (i = 0; i < ri->label_len; i++)
+		sbi->label[i] = ri->label[i];
 
-	if (!have_upcase) {
+	err = -EFSCORRUPTED;
+	if (!ri->have_bitmap) {
+		exfat_err(sb, "no allocation bitmap in the root directory");
+		goto out;
+	}
+	err = exfat_load_bitmap(sb, ri->bitmap_clu, ri->bitmap_len);
+	if (err)
+		goto out;
+
+	if (!ri->have_upcase) {
 		exfat_warn(sb, "no up-case table; using the built-in one, read-only");
 		sbi->upcase_builtin = true;
 		err = exfat_load_upcase(sb, 0, 0, 0);
 	} else {
-		err = exfat_load_upcase(sb, upcase_clu, upcase_len, upcase_csum);
+		err = exfat_load_upcase(sb, ri->upcase_clu, ri->upcase_len,
+					ri->upcase_csum);
 	}
+	kfree(ri);
+	ri = NULL;
 	if (err)
 		return err;
 
@@ -751,6 +721,9 @@ static int exfat_scan_root(struct super_block *sb, struct inode *root)
 					    EXFAT_I(root)->ext[i].len);
 	up_write(&EXFAT_I(root)->map_lock);
 	return err ?: exfat_map_prefill(root, EXFAT_I(root)->alloc_clus - 1);
+out:
+	kfree(ri);
+	return err;
 }
 
 static int exfat_read_root(struct super_block *sb, struct inode **rootp)
