@@ -23,7 +23,8 @@ repo=$(dirname "$here")
 # The debug pass: the read, write and namespace tests, the random
 # exerciser (write:fsx_*, the stress run), the ioctls and 300 hostile
 # images (hostile:batch and small_batch) with the chain-versus-bitmap cases, the
-# fault-injection sweeps (faults:, debug kernel only), but not the
+# fault-injection sweeps (faults:, debug kernel only), the foreign-volume
+# cases with the namespace exerciser on two of its layouts, but not the
 # four that mostly repeat other tests at a larger scale (many geometries,
 # a 20,000-entry directory, a 4 TiB volume, many sync patterns): under
 # the debug kernel they alone would take most of CI's time.  Timeouts are
@@ -31,7 +32,9 @@ repo=$(dirname "$here")
 # packaged one.
 DEBUG_TESTS=(smoke: read: data: ns: write: ioctl: hostile:batch
 	hostile:small_batch hostile:used hostile:chain hostile:directory
-	hostile:vendor faults:)
+	hostile:vendor faults: foreign:rename foreign:root foreign:lone
+	foreign:nfs foreign:nsx_judge foreign:nsx_crafted_s512_c512
+	foreign:nsx_intree_written_c4k)
 DEBUG_SKIP=('!read:cluster_and_sector_sizes' '!read:big_directory'
 	'!read:sparse_4tib' '!data:small_files_survive_sync')
 DEBUG_SCALE=${DEBUG_SCALE:-6}
