@@ -230,24 +230,17 @@ def foreign_layout(layout, seed, ops):
         exercise(f"{layout}/{seed}", img, twin, ops, seed)
 
 
-@test(timeout=900)
-def nsx_crafted_s512_c512():
-    foreign_layout("s512-c512", 1, 2000)
+def _crafted(layout):
+    def run():
+        foreign_layout(layout, 1, 2000)
+    run.__name__ = "nsx_crafted_" + layout.replace("-", "_")
+    run.__doc__ = f"nsx on the crafted layout {layout}, 2,000 operations."
+    return run
 
 
-@test(timeout=900)
-def nsx_crafted_s512_c4k():
-    foreign_layout("s512-c4k", 1, 2000)
-
-
-@test(timeout=900)
-def nsx_crafted_s512_c32k():
-    foreign_layout("s512-c32k", 1, 2000)
-
-
-@test(timeout=900)
-def nsx_crafted_s4k_c4k():
-    foreign_layout("s4k-c4k", 1, 2000)
+# foreign:nsx_crafted_s4k_c4k, _s512_c32k, _s512_c4k, _s512_c512
+for _layout in sorted(foreign.LAYOUTS):
+    test(timeout=900)(_crafted(_layout))
 
 
 @test(timeout=300)
