@@ -206,18 +206,24 @@ def intree_spelling(name):
                            if not 0xD800 <= ord(c) <= 0xDFFF))
 
 
+def _twin(img, tree):
+    """The model of tree on img, whose fsck.exfat findings must be only
+    those fsck_foreign() tolerates, names compared through its up-case
+    table."""
+    fsck_foreign(img.dev)
+    v = rawfs.Volume(img.dev)
+    try:
+        return nsx.Twin(tree, v.upcase())
+    finally:
+        v.close()
+
+
 def foreign_layout(layout, seed, ops):
     size_mb, sector, _, _ = foreign.LAYOUTS[layout]
     data, tree = foreign.build(layout, seed)
     with Image(size_mb=size_mb, sector=sector, mkfs=False, fsck=False) as img:
         _load(img, data)
-        fsck_foreign(img.dev)
-        v = rawfs.Volume(img.dev)
-        try:
-            upcase = v.upcase()
-        finally:
-            v.close()
-        twin = nsx.Twin(tree, upcase)
+        twin = _twin(img, tree)
         with mount(img.dev, driver="intree", opts="ro") as mnt:
             try:
                 st = nsx.compare_tree(mnt, twin, f"{layout}: in-tree before",
@@ -322,13 +328,7 @@ def written_by(driver, seed, ops, cluster, sector=512, size_mb=64, **kw):
         else:
             with mount(img.dev, driver=driver) as mnt:
                 tree = nsx.populate(mnt, seed, **kw)
-        fsck_foreign(img.dev)
-        v = rawfs.Volume(img.dev)
-        try:
-            upcase = v.upcase()
-        finally:
-            v.close()
-        twin = nsx.Twin(tree, upcase)
+        twin = _twin(img, tree)
         exercise(f"{driver}/{cluster}/{sector}/{seed}", img, twin, ops,
                  seed)
 
