@@ -710,23 +710,19 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
  * in runs.  On corruption the rest is left allocated (leaked, which
  * fsck.exfat repairs) and reported.
  */
-void exfat_free_secondary_alloc(struct super_block *sb,
-				const union exfat_dentry *de)
+void exfat_free_secondary_alloc(struct super_block *sb, u8 type, u32 clu,
+				u64 len, bool nofat)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	const struct exfat_dentry_generic *g = &de->generic;
-	bool nofat = g->byte1 & EXFAT_FLAG_NO_FAT_CHAIN;
 	struct exfat_fat_cursor cur = {};
-	u32 clu = le32_to_cpu(g->first_cluster);
-	u64 len = le64_to_cpu(g->data_length);
 	u32 n, i, next, run_start = 0, run_len = 0;
 	const char *why;
 
-	if (!(g->byte1 & EXFAT_FLAG_ALLOC_POSSIBLE) || !clu || !len)
+	if (!clu || !len)
 		return;
 	if (len > ((u64)sbi->clu_count << sbi->clu_shift)) {
 		exfat_fs_error(sb, "entry type %#x: DataLength %llu exceeds the volume",
-			       g->type, len);
+			       type, len);
 		return;
 	}
 	n = DIV_ROUND_UP_ULL(len, sbi->clu_size);
@@ -742,7 +738,7 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 		      exfat_check_freeable(sb, clu, 1) : "cluster out of range";
 		if (why) {
 			exfat_fs_error(sb, "entry type %#x: allocation cluster %u not freed (%s)",
-				       g->type, clu, why);
+				       type, clu, why);
 			break;
 		}
 		if (run_len && clu == run_start + run_len) {
@@ -763,7 +759,7 @@ void exfat_free_secondary_alloc(struct super_block *sb,
 			break;
 		if (next == EXFAT_FAT_EOC) {
 			exfat_fs_error(sb, "entry type %#x: chain ends after %u of %u clusters",
-				       g->type, i + 1, n);
+				       type, i + 1, n);
 			break;
 		}
 		clu = next;

@@ -799,9 +799,16 @@ void exfat_es_free_allocs(struct super_block *sb,
 {
 	unsigned int i;
 
-	for (i = 2; i < es->nr; i++)
-		if (es->de[i].generic.type != EXFAT_TYPE_NAME)
-			exfat_free_secondary_alloc(sb, &es->de[i]);
+	for (i = 2; i < es->nr; i++) {
+		const struct exfat_dentry_generic *g = &es->de[i].generic;
+
+		if (g->type != EXFAT_TYPE_NAME &&
+		    g->byte1 & EXFAT_FLAG_ALLOC_POSSIBLE)
+			exfat_free_secondary_alloc(sb, g->type,
+						   le32_to_cpu(g->first_cluster),
+						   le64_to_cpu(g->data_length),
+						   g->byte1 & EXFAT_FLAG_NO_FAT_CHAIN);
+	}
 }
 
 /* Is the File entry of item that of a directory? */
@@ -811,19 +818,28 @@ bool exfat_walk_item_is_dir(const struct exfat_walk_item *item)
 	       le16_to_cpu(item->de->file.attr) & EXFAT_ATTR_DIRECTORY;
 }
 
-/* The Stream entry of the set of item (a File set), or an ERR_PTR. */
-const struct exfat_dentry_stream *
-exfat_walk_item_stream(struct exfat_walk *w, const struct exfat_walk_item *item)
+/*
+ * Where the data of the set of item (a File set) is: its first cluster,
+ * its Stream entry's flags and its DataLength.  -EFSCORRUPTED if the set
+ * has no Stream entry.
+ */
+int exfat_walk_item_data(struct exfat_walk *w,
+			 const struct exfat_walk_item *item, u32 *clu,
+			 u8 *flags, u64 *size)
 {
 	const union exfat_dentry *de;
 
 	if (item->nr < 2)
-		return ERR_PTR(-EFSCORRUPTED);
+		return -EFSCORRUPTED;
 	de = exfat_walk_entry(w, item->eidx + 1);
 	if (IS_ERR(de))
-		return ERR_CAST(de);
-	return de->generic.type == EXFAT_TYPE_STREAM ? &de->stream :
-						       ERR_PTR(-EFSCORRUPTED);
+		return PTR_ERR(de);
+	if (de->generic.type != EXFAT_TYPE_STREAM)
+		return -EFSCORRUPTED;
+	*clu = le32_to_cpu(de->stream.first_cluster);
+	*flags = de->stream.flags;
+	*size = le64_to_cpu(de->stream.size);
+	return 0;
 }
 
 /* Copy the name of a verified set; returns its length in UTF-16 units. */

@@ -431,8 +431,8 @@ int exfat_sync_alloc(struct super_block *sb, u64 seq);
 int exfat_zero_clusters_sync(struct super_block *sb, u32 clu, u32 n);
 void exfat_dir_pool_drain(struct super_block *sb);
 int exfat_free_clusters(struct inode *inode, u32 keep);
-void exfat_free_secondary_alloc(struct super_block *sb,
-				const union exfat_dentry *de);
+void exfat_free_secondary_alloc(struct super_block *sb, u8 type, u32 clu,
+				u64 len, bool nofat);
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
 void exfat_free_dir_cluster(struct super_block *sb, u32 clu);
 int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,
@@ -525,8 +525,9 @@ int exfat_walk_next(struct exfat_walk *w, struct exfat_walk_item *item);
 const union exfat_dentry *exfat_walk_entry(struct exfat_walk *w, u32 eidx);
 int exfat_walk_release(struct exfat_walk *w);
 bool exfat_walk_item_is_dir(const struct exfat_walk_item *item);
-const struct exfat_dentry_stream *
-exfat_walk_item_stream(struct exfat_walk *w, const struct exfat_walk_item *item);
+int exfat_walk_item_data(struct exfat_walk *w,
+			 const struct exfat_walk_item *item, u32 *clu,
+			 u8 *flags, u64 *size);
 int exfat_walk_item_named(struct exfat_walk *w,
 			  const struct exfat_walk_item *item,
 			  const u16 *uni, unsigned int len, u16 hash,

@@ -100,7 +100,6 @@ static struct inode *exfat_search_dir(struct super_block *sb,
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct inode *found = ERR_PTR(-ESTALE);
-	const struct exfat_dentry_stream *st;
 	struct exfat_walk_item item;
 	struct exfat_walk w;
 	struct exfat_dir_ref sub;
@@ -110,14 +109,11 @@ static struct inode *exfat_search_dir(struct super_block *sb,
 	while ((ret = exfat_walk_next(&w, &item)) > 0) {
 		if (!item.whole || !exfat_walk_item_is_dir(&item))
 			continue;
-		st = exfat_walk_item_stream(&w, &item);
-		if (IS_ERR(st)) {
-			ret = PTR_ERR(st);
+		ret = exfat_walk_item_data(&w, &item, &sub.clu, &sub.flags,
+					   &sub.size);
+		if (ret)
 			break;
-		}
-		sub.clu = le32_to_cpu(st->first_cluster);
-		sub.flags = st->flags & EXFAT_FLAG_NO_FAT_CHAIN;
-		sub.size = le64_to_cpu(st->size);
+		sub.flags &= EXFAT_FLAG_NO_FAT_CHAIN;
 		if (sub.clu == target) {
 			exfat_walk_release(&w);
 			return exfat_inode_at(sb, ref->clu, ref->flags, item.eidx,
