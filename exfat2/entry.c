@@ -295,14 +295,14 @@ static int exfat_dir_apply(struct exfat_dir_iter *it,
 int exfat_dir_put_entry(struct exfat_dir_iter *it, u32 eidx,
 			const union exfat_dentry *de)
 {
-	struct {
-		struct exfat_entry_set es;
-		union exfat_dentry de;
-	} one = { .es = { .eidx = eidx, .nr = 1 }, .de = *de };
+	DEFINE_RAW_FLEX(struct exfat_entry_set, one, de, 1);
 	int err;
 
+	one->eidx = eidx;
+	one->nr = 1;
+	one->de[0] = *de;
 	down_write(exfat_set_lock(it));
-	err = exfat_dir_apply(it, &one.es, 0, 0);
+	err = exfat_dir_apply(it, one, 0, 0);
 	up_write(exfat_set_lock(it));
 	if (!err && it->sync)
 		err = exfat_dir_iter_put_bh(it);
