@@ -391,7 +391,7 @@ def nsx_judge_fails_on_purpose():
                 os.makedirs(os.path.dirname(f"{mnt}/{name}"), exist_ok=True)
                 with open(f"{mnt}/{name}", "wb") as f:
                     f.write(data)
-            v = rawfs.Volume(img.dev)
+            v = rawfs.Volume(img.dev, write=False)
             try:
                 twin = nsx.Twin(tree, v.upcase())
             finally:

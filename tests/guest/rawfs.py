@@ -52,8 +52,10 @@ class EntrySet:
 
 
 class Volume:
-    def __init__(self, path):
-        self.f = open(path, "r+b")
+    def __init__(self, path, write=True):
+        # write=False for a mounted device: a kernel without
+        # CONFIG_BLK_DEV_WRITE_MOUNTED refuses to open it for writing
+        self.f = open(path, "r+b" if write else "rb")
         bs = self.read(0, 512)
         assert bs[3:11] == b"EXFAT   ", "not exFAT"
         self.sect = 1 << bs[108]
