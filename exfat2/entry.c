@@ -602,7 +602,7 @@ static int exfat_grow_dir(struct inode *dir)
  * none, but for the busy_nr entries from busy (slots already promised to
  * another set, not yet written).  Returns the index of the first.  A set
  * that fits in a sector is placed inside one (see
- * exfat_close_sector_tail()), except at an end-of-directory entry in
+ * exfat_sector_apply()), except at an end-of-directory entry in
  * mid-sector, which only a directory last written by another
  * implementation has: entries skipped there would be end-of-directory
  * entries in front of the set.  The search starts at the directory's

@@ -47,7 +47,7 @@
  *     then the rest of the metadata, then a cache flush.
  *  7. An entry set that fits in a sector is written inside one, so it
  *     reaches the disk whole or not at all (exfat_find_slots,
- *     exfat_close_sector_tail).  Only a set of more than a sector's worth
+ *     exfat_sector_apply).  Only a set of more than a sector's worth
  *     of entries (a name over 210 characters on 512-byte sectors) spans
  *     two.
  */
