@@ -270,7 +270,9 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	struct exfat_entry_set *es;
 	struct exfat_dir_iter it;
 	struct timespec64 ts;
-	u64 size, valid;
+	u64 size, valid, seq, chain;
+	u32 start_clu;
+	u8 flags;
 	int err, err2;
 
 	if (ei->eidx == EXFAT_ROOT_EIDX || sb_rdonly(sb))
@@ -278,8 +280,21 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	if (exfat_forced_shutdown(sb))
 		return -EIO;
 
-	/* the clusters it refers to are allocated on disk first */
-	err = exfat_sync_alloc(sb, READ_ONCE(ei->alloc_seq));
+	/*
+	 * The chain as of one allocation, then that allocation's FAT and
+	 * bitmap on disk: the set must not name clusters (or a FAT chain, for
+	 * a file just converted from NoFatChain) allocated after it, whose
+	 * FAT and bitmap may still be in the cache when the set's sector is
+	 * written.  The size is capped to that chain; a later write_inode
+	 * writes the rest (the inode was dirtied with the allocation).
+	 */
+	down_read(&ei->map_lock);
+	seq = ei->alloc_seq;
+	chain = (u64)ei->alloc_clus << sbi->clu_shift;
+	start_clu = ei->start_clu;
+	flags = ei->flags;
+	up_read(&ei->map_lock);
+	err = exfat_sync_alloc(sb, seq);
 	if (err)
 		return err;
 
@@ -304,19 +319,14 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	ts = inode_get_atime(inode);
 	exfat_set_time(&ts, &fe->access_time, NULL, &fe->access_tz);
 
-	/*
-	 * A consistent view of the chain; map_lock is never held while a
-	 * set lock is taken (exfat.h), so it is dropped before the put.
-	 */
-	down_read(&ei->map_lock);
 	if (S_ISDIR(inode->i_mode)) {
-		size = (u64)ei->alloc_clus << sbi->clu_shift;
+		size = chain;
 		valid = size;
 	} else {
 		u64 old = le64_to_cpu(st->valid_size);
 
-		size = i_size_read(inode);
-		valid = min_t(u64, ei->valid_size, size);
+		size = min_t(u64, i_size_read(inode), chain);
+		valid = min_t(u64, READ_ONCE(ei->valid_size), size);
 		/*
 		 * ValidDataLength on disk never covers data still in the page
 		 * cache: it moves up once writeback has completed (the ioend
@@ -331,10 +341,9 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	st->flags = EXFAT_FLAG_ALLOC_POSSIBLE;
 	st->first_cluster = 0;
 	if (size) {
-		st->flags |= ei->flags;
-		st->first_cluster = cpu_to_le32(ei->start_clu);
+		st->flags |= flags;
+		st->first_cluster = cpu_to_le32(start_clu);
 	}
-	up_read(&ei->map_lock);
 	st->size = cpu_to_le64(size);
 	st->valid_size = cpu_to_le64(valid);
 	err = exfat_put_entry_set(&it, es);
