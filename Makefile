@@ -44,9 +44,9 @@ LOGS := $(CACHE)/logs$(subst /,_,$(CURDIR))
 CHECKPATCH := $(CACHE)/checkpatch/scripts/checkpatch.pl
 KSRC_TAR := $(lastword $(wildcard /usr/src/linux-source-6.12.tar.xz))
 LINT_FILES = $(filter-out %.mod.c,$(wildcard exfat2/*.[ch])) tests/selftest/warn/warn_on_load.c
-USER_LINT_FILES = tests/tools/fsx-lite.c
+USER_LINT_FILES = tests/tools/fsx-lite.c tests/tools/io-verify.c
 # Test tools built on the host (the guest sees the checkout read-only).
-TOOLS := tests/tools/fsx-lite
+TOOLS := tests/tools/fsx-lite tests/tools/io-verify
 TEST_ARGS = $(if $(KERNEL),--kernel $(KERNEL)) --kdir $(KDIR) $(T)
 
 .PHONY: all setup build build-strict lint sparse test check run clean kdir _lint _sparse _test \
@@ -132,6 +132,9 @@ $(CHECKPATCH):
 
 tests/tools/fsx-lite: tests/tools/fsx-lite.c
 	gcc -O2 -Wall -Wextra -o $@ $<
+
+tests/tools/io-verify: tests/tools/io-verify.c
+	gcc -O2 -Wall -Wextra -o $@ $< -luring -lpthread
 
 _test: $(TOOLS)
 	@tests/run-tests.sh $(TEST_ARGS)

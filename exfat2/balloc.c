@@ -694,6 +694,7 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 
 	exfat_extents_truncate(inode, keep);
 	ei->alloc_clus = keep;
+	WRITE_ONCE(ei->map_seq, ei->map_seq + 1);
 	if (!keep) {
 		ei->start_clu = 0;
 		ei->flags &= ~EXFAT_FLAG_NO_FAT_CHAIN;
@@ -848,11 +849,14 @@ int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	u64 heap = (u64)sbi->heap_start << sbi->sect_shift;
-	u64 end = min_t(u64, start + len, heap +
-			((u64)sbi->clu_count << sbi->clu_shift));
+	u64 end;
 	u32 clu, last, run_start, run_len, minclu;
 	int err = 0;
 
+	/* fstrim -o N passes len = ULLONG_MAX: the end is the volume's */
+	if (check_add_overflow(start, len, &end))
+		end = U64_MAX;
+	end = min_t(u64, end, heap + ((u64)sbi->clu_count << sbi->clu_shift));
 	if (end <= heap || start >= end)
 		return 0;
 	clu = start <= heap ? EXFAT_FIRST_CLUSTER :

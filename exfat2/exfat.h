@@ -226,7 +226,13 @@ struct exfat_inode_info {
 	 */
 	struct rw_semaphore map_lock;
 	loff_t		valid_size;	/* ValidDataLength */
+	u32		vdl_seq;	/* bumped when valid_size changes */
 	u32		alloc_clus;	/* clusters in the chain */
+	/*
+	 * Bumped when clusters leave the chain: a mapping taken before may
+	 * point at freed clusters (writeback checks it per folio).
+	 */
+	u32		map_seq;
 	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
 	loff_t		disk_valid;	/* ValidDataLength last written to disk */
 	/*

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * File data through iomap: buffered and direct reads, readahead, mmap,
- * splice, SEEK_DATA/SEEK_HOLE and FIEMAP all use one mapping function.
+ * splice and FIEMAP all use one mapping function.
  *
  * The range between ValidDataLength and DataLength holds no data (§7.6.5):
  * it is reported as an unwritten extent, which iomap reads as zeros.
+ * SEEK_DATA/SEEK_HOLE see the whole file as data, as the in-tree driver
+ * does: exFAT files have no holes, and a hole that is only ever at the end
+ * (and vanishes on the first write past it) would tell programs that probe
+ * for hole support (fstests' seek_sanity_test) that the middle of a file
+ * can be a hole too.
  *
  * When ValidDataLength falls inside a block, the disk may hold stale bytes
  * after it in that block.  Until the first write to the file, such a block
@@ -15,6 +20,7 @@
  */
 #include <linux/iomap.h>
 #include <linux/pagemap.h>
+#include <linux/rmap.h>
 #include <linux/uio.h>
 #include <linux/bio.h>
 #include <linux/blkdev.h>
@@ -154,6 +160,133 @@ static void exfat_readahead(struct readahead_control *rac)
 }
 
 /*
+ * Raise ValidDataLength to end (within the file) after [start, end) was
+ * written, if that range reaches it.
+ */
+static void exfat_extend_valid_from(struct inode *inode, loff_t start,
+				    loff_t end)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	if (end <= READ_ONCE(ei->valid_size))
+		return;
+	down_write(&ei->map_lock);
+	end = min(end, i_size_read(inode));
+	if (start <= ei->valid_size && end > ei->valid_size) {
+		ei->valid_size = end;
+		ei->vdl_seq++;
+		up_write(&ei->map_lock);
+		mark_inode_dirty(inode);
+		return;
+	}
+	up_write(&ei->map_lock);
+}
+
+/* Raise ValidDataLength to end: everything below end is data now. */
+static void exfat_extend_valid(struct inode *inode, loff_t end)
+{
+	exfat_extend_valid_from(inode, 0, end);
+}
+
+/*
+ * A buffered write raises ValidDataLength over each folio it filled while
+ * it still holds the folio's lock: zeroing past ValidDataLength
+ * (exfat_zero_to()) takes that lock too, so it either runs first or sees
+ * the new ValidDataLength (exfat_gap_valid()) and never zeroes the data.
+ */
+static void exfat_put_folio(struct inode *inode, loff_t pos,
+			    unsigned int copied, struct folio *folio)
+{
+	if (copied)
+		exfat_extend_valid_from(inode, pos, pos + copied);
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+static const struct iomap_folio_ops exfat_write_folio_ops = {
+	.put_folio	= exfat_put_folio,
+};
+
+static bool exfat_gap_valid(struct inode *inode, const struct iomap *iomap)
+{
+	return iomap->validity_cookie == READ_ONCE(EXFAT_I(inode)->vdl_seq);
+}
+
+static const struct iomap_folio_ops exfat_gap_folio_ops = {
+	.put_folio	= exfat_put_folio,
+	.iomap_valid	= exfat_gap_valid,
+};
+
+/*
+ * Mapping for exfat_zero_to(): from ValidDataLength on, blocks are zeroed
+ * in the page cache (the first one read from disk below ValidDataLength).
+ * The mapping is stale once ValidDataLength moves; a position below it is
+ * data someone wrote meanwhile, and the zeroing starts again past it.
+ */
+static int exfat_gap_iomap_begin(struct inode *inode, loff_t pos,
+				 loff_t length, unsigned int flags,
+				 struct iomap *iomap, struct iomap *srcmap)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	loff_t bmask = i_blocksize(inode) - 1;
+	loff_t vdl, vend;
+	u32 seq, off, clu, run;
+	int err;
+
+	down_read(&ei->map_lock);
+	vdl = ei->valid_size;
+	seq = ei->vdl_seq;
+	up_read(&ei->map_lock);
+	if (pos < vdl)
+		return -EAGAIN;
+	err = exfat_map_cluster(inode, pos >> sbi->clu_shift, &clu, &run);
+	if (err)
+		return err;
+	off = pos & (sbi->clu_size - 1);
+	iomap->bdev = inode->i_sb->s_bdev;
+	iomap->offset = pos;
+	iomap->addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) + off;
+	iomap->length = min_t(u64, length, ((u64)run << sbi->clu_shift) - off);
+	iomap->type = IOMAP_MAPPED;
+	iomap->flags = 0;
+	vend = (vdl + bmask) & ~bmask;
+	if (pos >= vend)
+		iomap->flags |= IOMAP_F_NEW;
+	else
+		iomap->length = min_t(u64, iomap->length, vend - pos);
+	iomap->validity_cookie = seq;
+	iomap->folio_ops = &exfat_gap_folio_ops;
+	return 0;
+}
+
+static const struct iomap_ops exfat_gap_iomap_ops = {
+	.iomap_begin	= exfat_gap_iomap_begin,
+};
+
+/*
+ * Make [ValidDataLength, end) zeros and raise ValidDataLength to end.  The
+ * range lies within the file's clusters.  Writes and page faults may move
+ * ValidDataLength meanwhile; see exfat_put_folio().
+ */
+static int exfat_zero_to(struct inode *inode, loff_t end)
+{
+	loff_t vdl;
+	int err;
+
+	do {
+		vdl = READ_ONCE(EXFAT_I(inode)->valid_size);
+		if (vdl >= end)
+			return 0;
+		err = iomap_zero_range(inode, vdl, end - vdl, NULL,
+				       &exfat_gap_iomap_ops);
+	} while (err == -EAGAIN);
+	if (!err)
+		exfat_extend_valid(inode, end);
+	return err;
+}
+
+/*
  * Mapping for writes.  Clusters are allocated here, up to the end of the
  * range, so the chain always covers what the page cache may write back.
  * Blocks past ValidDataLength are unwritten: iomap zeroes the parts of
@@ -221,6 +354,8 @@ static int exfat_write_iomap_begin(struct inode *inode, loff_t pos,
 		iomap->type = IOMAP_UNWRITTEN;
 	}
 	iomap->length = length;
+	if (!(flags & IOMAP_ZERO))
+		iomap->folio_ops = &exfat_write_folio_ops;
 out:
 	up_write(&ei->map_lock);
 	return err;
@@ -230,15 +365,22 @@ static const struct iomap_ops exfat_write_iomap_ops = {
 	.iomap_begin	= exfat_write_iomap_begin,
 };
 
+/*
+ * Writeback mapping.  A run mapped for one folio serves the next ones
+ * unless clusters left the chain since (a truncate between two folios):
+ * the run may then hold freed clusters, now another file's.
+ */
 static int exfat_map_blocks(struct iomap_writepage_ctx *wpc,
 			    struct inode *inode, loff_t offset, unsigned int len)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	u32 seq = READ_ONCE(EXFAT_I(inode)->map_seq);
 	u32 off, clu, run;
 	int err;
 
 	if (offset >= wpc->iomap.offset &&
-	    offset < wpc->iomap.offset + wpc->iomap.length)
+	    offset < wpc->iomap.offset + wpc->iomap.length &&
+	    wpc->iomap.validity_cookie == seq)
 		return 0;
 	if (offset >> sbi->clu_shift >= READ_ONCE(EXFAT_I(inode)->alloc_clus))
 		return -EIO;
@@ -253,6 +395,7 @@ static int exfat_map_blocks(struct iomap_writepage_ctx *wpc,
 	wpc->iomap.addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) +
 			  off;
 	wpc->iomap.length = ((u64)run << sbi->clu_shift) - off;
+	wpc->iomap.validity_cookie = seq;
 	return 0;
 }
 
@@ -317,24 +460,6 @@ static int exfat_writepages(struct address_space *mapping,
 	return iomap_writepages(mapping, wbc, &wpc, &exfat_writeback_ops);
 }
 
-static int exfat_zero_vdl_tail(struct inode *inode);
-
-/* Raise ValidDataLength to end (within the file) after data was written. */
-static void exfat_extend_valid(struct inode *inode, loff_t end)
-{
-	struct exfat_inode_info *ei = EXFAT_I(inode);
-
-	down_write(&ei->map_lock);
-	end = min(end, i_size_read(inode));
-	if (end > ei->valid_size) {
-		ei->valid_size = end;
-		up_write(&ei->map_lock);
-		mark_inode_dirty(inode);
-		return;
-	}
-	up_write(&ei->map_lock);
-}
-
 /* Give back clusters a failed or short write allocated past the size. */
 static void exfat_trim_alloc(struct inode *inode)
 {
@@ -351,14 +476,57 @@ static void exfat_trim_alloc(struct inode *inode)
 }
 
 /*
+ * Zero the rest of the block holding ValidDataLength, through the page
+ * cache: whatever the disk holds there is undefined (§7.6.5).
+ */
+static int exfat_zero_vdl_tail(struct inode *inode)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	loff_t bmask = i_blocksize(inode) - 1;
+	loff_t vdl = READ_ONCE(ei->valid_size);
+	int err;
+
+	err = exfat_zero_to(inode, min((vdl + bmask) & ~bmask,
+				       i_size_read(inode)));
+	if (!err)
+		WRITE_ONCE(ei->tail_clean, true);
+	return err;
+}
+
+/*
+ * The folio holding the old end of the file may be writable in some page
+ * tables, mapped when ValidDataLength was raised up to that end.  Clear
+ * those mappings: a store past the old end then faults, and
+ * exfat_page_mkwrite() raises ValidDataLength over it, so no data written
+ * through a mapping ever lies past ValidDataLength, where zeroing goes.
+ */
+static void exfat_wrprotect_eof(struct inode *inode, loff_t old)
+{
+	struct folio *folio;
+
+	if (!(old & (PAGE_SIZE - 1)))
+		return;
+	folio = filemap_lock_folio(inode->i_mapping, old >> PAGE_SHIFT);
+	if (IS_ERR(folio))
+		return;
+	if (folio_mkclean(folio))
+		folio_mark_dirty(folio);
+	folio_unlock(folio);
+	folio_put(folio);
+}
+
+/*
  * Grow the file to size with clusters but no data: the new range lies past
- * ValidDataLength, so it reads as zeros without being written.
+ * ValidDataLength, so it reads as zeros without being written.  Page
+ * faults wait meanwhile (invalidate_lock).
  */
 static int exfat_expand(struct inode *inode, loff_t size)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	u64 need = exfat_bytes_to_clus(sbi, size);
+	loff_t old = i_size_read(inode);
+	loff_t page_end = min_t(loff_t, size, round_up(old, PAGE_SIZE));
 	int err;
 
 	if (need > sbi->clu_count)
@@ -368,29 +536,18 @@ static int exfat_expand(struct inode *inode, loff_t size)
 	up_write(&ei->map_lock);
 	if (err)
 		return err;
+	filemap_invalidate_lock(inode->i_mapping);
+	exfat_wrprotect_eof(inode, old);
 	truncate_setsize(inode, size);
 	mark_inode_dirty(inode);
 	/* the old end may sit inside a block whose disk tail is stale */
-	return exfat_zero_vdl_tail(inode);
-}
-
-/*
- * Zero the rest of the block holding ValidDataLength, through the page
- * cache: whatever the disk holds there is undefined (§7.6.5).
- */
-static int exfat_zero_vdl_tail(struct inode *inode)
-{
-	struct exfat_inode_info *ei = EXFAT_I(inode);
-	loff_t bmask = i_blocksize(inode) - 1;
-	loff_t vdl = READ_ONCE(ei->valid_size);
-	loff_t end = min((vdl + bmask) & ~bmask, i_size_read(inode));
-	int err = 0;
-
-	if (vdl < end)
-		err = iomap_zero_range(inode, vdl, end - vdl, NULL,
+	if (!ei->tail_clean)
+		err = exfat_zero_vdl_tail(inode);
+	/* and stores through a mapping past the old end are not data */
+	if (!err && old < page_end)
+		err = iomap_zero_range(inode, old, page_end - old, NULL,
 				       &exfat_write_iomap_ops);
-	if (!err)
-		WRITE_ONCE(ei->tail_clean, true);
+	filemap_invalidate_unlock(inode->i_mapping);
 	return err;
 }
 
@@ -401,11 +558,9 @@ static int exfat_zero_vdl_tail(struct inode *inode)
  */
 static int exfat_prepare_write(struct inode *inode, loff_t pos)
 {
-	struct exfat_inode_info *ei = EXFAT_I(inode);
-	loff_t vdl;
 	int err;
 
-	if (!ei->tail_clean) {
+	if (!EXFAT_I(inode)->tail_clean) {
 		err = exfat_zero_vdl_tail(inode);
 		if (err)
 			return err;
@@ -415,14 +570,7 @@ static int exfat_prepare_write(struct inode *inode, loff_t pos)
 		if (err)
 			return err;
 	}
-	vdl = READ_ONCE(ei->valid_size);
-	if (pos <= vdl)
-		return 0;
-	err = iomap_zero_range(inode, vdl, pos - vdl, NULL,
-			       &exfat_write_iomap_ops);
-	if (!err)
-		exfat_extend_valid(inode, pos);
-	return err;
+	return exfat_zero_to(inode, pos);
 }
 
 static int exfat_dio_write_end_io(struct kiocb *iocb, ssize_t size, int error,
@@ -445,9 +593,36 @@ static const struct iomap_dio_ops exfat_dio_write_ops = {
 	.end_io		= exfat_dio_write_end_io,
 };
 
+/*
+ * Direct writes below ValidDataLength that cover whole blocks change only
+ * the blocks they write, and may complete after i_rwsem is dropped.  Any
+ * other direct write completes before it returns, after the direct writes
+ * in flight: it zeroes the range up to its start and the rest of its
+ * partial blocks (other writes in flight there would be overwritten with
+ * zeros), and raises ValidDataLength and the size when it completes (the
+ * clusters past the old size must not be trimmed while its bios write
+ * them).  The caller holds i_rwsem exclusive.
+ */
+static int exfat_dio_write_flags(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	loff_t end = iocb->ki_pos + iov_iter_count(from);
+	unsigned int bmask = i_blocksize(inode) - 1;
+
+	lockdep_assert_held_write(&inode->i_rwsem);
+	if (end <= READ_ONCE(EXFAT_I(inode)->valid_size) &&
+	    !((iocb->ki_pos | end) & bmask))
+		return 0;
+	if (iocb->ki_flags & IOCB_NOWAIT)
+		return -EAGAIN;
+	inode_dio_wait(inode);
+	return IOMAP_DIO_FORCE_WAIT;
+}
+
 static ssize_t exfat_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
+	int dio_flags = 0;
 	loff_t pos;
 	ssize_t ret;
 
@@ -469,6 +644,13 @@ static ssize_t exfat_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	EXFAT_I(inode)->attr |= EXFAT_ATTR_ARCHIVE;
 
 	pos = iocb->ki_pos;
+	if (iocb->ki_flags & IOCB_DIRECT) {
+		dio_flags = exfat_dio_write_flags(iocb, from);
+		if (dio_flags < 0) {
+			ret = dio_flags;
+			goto out;
+		}
+	}
 	ret = exfat_prepare_write(inode, pos);
 	if (ret)
 		goto out_trim;
@@ -478,7 +660,8 @@ static ssize_t exfat_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 						   pos + iov_iter_count(from) - 1);
 		if (!ret)
 			ret = iomap_dio_rw(iocb, from, &exfat_write_iomap_ops,
-					   &exfat_dio_write_ops, 0, NULL, 0);
+					   &exfat_dio_write_ops, dio_flags,
+					   NULL, 0);
 		if (ret == -ENOTBLK)
 			ret = 0;
 		if (ret >= 0 && iov_iter_count(from)) {
@@ -537,6 +720,7 @@ int exfat_truncate(struct inode *inode, loff_t size)
 	truncate_setsize(inode, size);
 	down_write(&ei->map_lock);
 	ei->valid_size = min(ei->valid_size, size);
+	ei->vdl_seq++;
 	up_write(&ei->map_lock);
 	/* the smaller size reaches the disk before the chain is cut */
 	err = __exfat_write_inode(inode, true);
@@ -580,6 +764,10 @@ static long exfat_fallocate(struct file *file, int mode, loff_t offset,
 			err = -EOPNOTSUPP;
 			goto out;
 		}
+		/* RLIMIT_FSIZE: SIGXFSZ and EFBIG, as for a write */
+		err = inode_newsize_ok(inode, end);
+		if (err)
+			goto out;
 		err = exfat_expand(inode, end);
 		if (err)
 			goto out;
@@ -601,7 +789,6 @@ static vm_fault_t exfat_page_mkwrite(struct vm_fault *vmf)
 	struct inode *inode = file_inode(vmf->vma->vm_file);
 	struct folio *folio = page_folio(vmf->page);
 	vm_fault_t ret;
-	loff_t vdl;
 
 	if (unlikely(exfat_forced_shutdown(inode->i_sb)))
 		return VM_FAULT_SIGBUS;
@@ -612,10 +799,7 @@ static vm_fault_t exfat_page_mkwrite(struct vm_fault *vmf)
 	 * ValidDataLength moves up to the end of this folio below: first
 	 * the range between it and the folio must become zeros on disk.
 	 */
-	vdl = READ_ONCE(EXFAT_I(inode)->valid_size);
-	if (folio_pos(folio) > vdl &&
-	    iomap_zero_range(inode, vdl, folio_pos(folio) - vdl, NULL,
-			     &exfat_write_iomap_ops)) {
+	if (exfat_zero_to(inode, min(folio_pos(folio), i_size_read(inode)))) {
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
@@ -717,29 +901,6 @@ static ssize_t exfat_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	return ret;
 }
 
-static loff_t exfat_file_llseek(struct file *file, loff_t offset, int whence)
-{
-	struct inode *inode = file_inode(file);
-
-	switch (whence) {
-	case SEEK_DATA:
-		inode_lock_shared(inode);
-		offset = iomap_seek_data(inode, offset, &exfat_read_iomap_ops);
-		inode_unlock_shared(inode);
-		break;
-	case SEEK_HOLE:
-		inode_lock_shared(inode);
-		offset = iomap_seek_hole(inode, offset, &exfat_read_iomap_ops);
-		inode_unlock_shared(inode);
-		break;
-	default:
-		return generic_file_llseek(file, offset, whence);
-	}
-	if (offset < 0)
-		return offset;
-	return vfs_setpos(file, offset, inode->i_sb->s_maxbytes);
-}
-
 static int exfat_file_open(struct inode *inode, struct file *file)
 {
 	int err = 0;
@@ -790,7 +951,7 @@ int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
 
 const struct file_operations exfat_file_operations = {
 	.open		= exfat_file_open,
-	.llseek		= exfat_file_llseek,
+	.llseek		= generic_file_llseek,
 	.read_iter	= exfat_file_read_iter,
 	.write_iter	= exfat_file_write_iter,
 	.mmap		= exfat_file_mmap,

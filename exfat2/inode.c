@@ -238,6 +238,10 @@ int exfat_getattr(struct mnt_idmap *idmap, const struct path *path,
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
 	generic_fillattr(idmap, request_mask, inode, stat);
+	/* clusters are allocated at write time: count them before writeback */
+	if (S_ISREG(inode->i_mode))
+		stat->blocks = (u64)READ_ONCE(ei->alloc_clus) <<
+			       (EXFAT_SB(inode->i_sb)->clu_shift - 9);
 	stat->result_mask |= STATX_BTIME;
 	stat->btime = ei->btime;
 	stat->blksize = EXFAT_SB(inode->i_sb)->clu_size;

@@ -149,8 +149,9 @@ static int exfat_ioc_set_label(struct file *file, const char __user *ulabel)
 /* Discard the free clusters in the range, as the bitmap says now. */
 static int exfat_ioc_fitrim(struct super_block *sb, struct fstrim_range __user *urange)
 {
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct fstrim_range range;
-	u64 trimmed = 0;
+	u64 trimmed = 0, heap_end;
 	int err;
 
 	if (!capable(CAP_SYS_ADMIN))
@@ -159,6 +160,12 @@ static int exfat_ioc_fitrim(struct super_block *sb, struct fstrim_range __user *
 		return -EOPNOTSUPP;
 	if (copy_from_user(&range, urange, sizeof(range)))
 		return -EFAULT;
+	/* as ext4 and xfs: a range past the end or below a cluster is wrong */
+	heap_end = ((u64)sbi->heap_start << sbi->sect_shift) +
+		   ((u64)sbi->clu_count << sbi->clu_shift);
+	if (range.start >= heap_end || range.len < sbi->clu_size ||
+	    range.minlen > heap_end)
+		return -EINVAL;
 	range.minlen = max_t(u64, range.minlen,
 			     bdev_discard_granularity(sb->s_bdev));
 	err = exfat_trim(sb, range.start, range.len, range.minlen, &trimmed);

@@ -9,7 +9,7 @@ PKGS=(
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
 	qemu-system-x86 busybox-static
 	exfatprogs exfat-fuse fuse3
-	fio sparse python3 python3-ply python3-git attr dmsetup psmisc
+	fio liburing-dev sparse python3 python3-ply python3-git attr dmsetup psmisc
 	gnuplot-nox
 )
 

@@ -3,11 +3,15 @@
 in-tree driver then reads the result back as the oracle, and fsck.exfat
 must find the volume clean."""
 
+import errno
 import mmap
 import os
+import resource
 
-from lib import Image, assert_eq, assert_true, mount, sh, test
+from lib import (Image, assert_eq, assert_true, expect_errno, mount, sh,
+                 test)
 from tree import diff_manifests, manifest, pattern, write_file
+from wtree import io_verify_binary
 
 
 def apply_ops(mnt, cluster):
@@ -166,3 +170,119 @@ def small_files_survive_sync():
                             assert_eq(got, f"hello{i}\n" * (1 + i % 7),
                                       f"{drv}: d/f{i} after '{pat}' "
                                       f"({cluster} B clusters)")
+
+
+def dirty_free_space(mnt, mb):
+    """Fill mb MiB of the volume with non-zero data and delete it, so
+    clusters handed out next held other data: "reads as zero" can fail."""
+    with open(f"{mnt}/.stale", "wb") as f:
+        for i in range(mb):
+            f.write(os.urandom(1 << 20).replace(b"\0", b"\x01"))
+    os.unlink(f"{mnt}/.stale")
+    sh("sync")
+
+
+@test(timeout=900, writes=True)
+def aio_dio_extending_writes():
+    """Asynchronous O_DIRECT writes (io_submit and io_uring) that extend
+    the file, two at once into the same cluster (fstests generic/538), and
+    appends with eight in flight while two threads read back what has
+    completed (generic/465): every byte is a function of its offset, on
+    clusters that held other data; then in-tree reads the files too."""
+    tool = io_verify_binary()
+    for cluster in (4096, 32768):
+        with Image(size_mb=48, cluster=cluster) as img:
+            with mount(img.dev) as mnt:
+                dirty_free_space(mnt, 24)
+                for eng in ("aio", "uring"):
+                    sh(f"{tool} pairs {mnt}/pairs-{eng} {cluster} {eng}")
+                    sh(f"{tool} append {mnt}/append-{eng} {6 << 20} "
+                       f"{3 * 4096} 8 {eng}")
+                sums = sh(f"cd {mnt} && md5sum append-* pairs-*").stdout
+            with mount(img.dev, driver="intree", opts="ro") as mnt:
+                assert_eq(sh(f"cd {mnt} && md5sum append-* pairs-*").stdout,
+                          sums, "in-tree reads what exfat2 wrote")
+
+
+@test(timeout=900, writes=True)
+def mmap_races_with_writes():
+    """Stores through a shared mapping racing the file's growth: a file
+    grown byte by byte by fallocate with each byte stored through the
+    mapping while fdatasync loops (fstests generic/438), and page faults
+    on folios an append is still filling (zeroing up to ValidDataLength
+    must never reach data a write put there); every byte checked, on
+    clusters that held other data."""
+    tool = io_verify_binary()
+    for cluster, sector in ((4096, 512), (32768, 512), (4096, 4096)):
+        with Image(size_mb=64, cluster=cluster, sector=sector) as img:
+            with mount(img.dev) as mnt:
+                dirty_free_space(mnt, 40)
+                sh(f"{tool} mmap-falloc {mnt}/falloc {64 << 10}")
+                for i in range(3):
+                    sh(f"{tool} mmap-write {mnt}/mw{i} {8 << 20} {192 << 10}")
+                sums = sh(f"cd {mnt} && md5sum falloc mw*").stdout
+            with mount(img.dev, driver="intree", opts="ro") as mnt:
+                assert_eq(sh(f"cd {mnt} && md5sum falloc mw*").stdout,
+                          sums, "in-tree reads what exfat2 wrote")
+
+
+@test(timeout=600, writes=True)
+def truncate_races_writeback():
+    """A file written and truncated in a loop while fdatasync runs on it
+    and another file takes the freed clusters: writeback must never send
+    the first file's data to clusters a truncate freed (the second file,
+    read with O_DIRECT, would show it)."""
+    tool = io_verify_binary()
+    for cluster in (4096, 65536):
+        with Image(size_mb=48, cluster=cluster) as img:
+            with mount(img.dev) as mnt:
+                sh(f"{tool} trunc-race {mnt}/a {mnt}/b 200")
+
+
+@test(timeout=300, writes=True)
+def size_limits_blocks_and_seek():
+    """fallocate past RLIMIT_FSIZE fails with EFBIG (fstests generic/228);
+    st_blocks counts clusters before writeback (generic/615); SEEK_DATA
+    and SEEK_HOLE see the whole file as data, as the in-tree driver does,
+    even past ValidDataLength (generic/285, 490, 436)."""
+    with Image(size_mb=32, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            path = f"{mnt}/f"
+            write_file(path, 0)
+            pid = os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    resource.setrlimit(resource.RLIMIT_FSIZE,
+                                       (1 << 20, 1 << 20))
+                    fd = os.open(path, os.O_RDWR)
+                    try:
+                        os.posix_fallocate(fd, 0, 2 << 20)
+                        code = 1
+                    except OSError as e:
+                        code = 0 if e.errno == errno.EFBIG else 2
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert_eq(os.waitstatus_to_exitcode(status), 0,
+                      "fallocate past RLIMIT_FSIZE: EFBIG (1: it succeeded)")
+            assert_eq(os.stat(path).st_size, 0, "size unchanged")
+
+            with open(f"{mnt}/buffered", "wb") as f:
+                f.write(pattern(3 * 4096 + 10, 3))
+                st = os.fstat(f.fileno())
+                assert_eq(st.st_blocks * 512, 4 * 4096,
+                          "st_blocks of data not yet written back")
+
+            write_file(path, 5000, 4)
+            os.truncate(path, 3 << 20)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                assert_eq(os.lseek(fd, 0, os.SEEK_HOLE), 3 << 20,
+                          "SEEK_HOLE: the end of the file")
+                assert_eq(os.lseek(fd, 1 << 20, os.SEEK_DATA), 1 << 20,
+                          "SEEK_DATA past ValidDataLength")
+                expect_errno(errno.ENXIO, os.lseek, fd, 3 << 20,
+                             os.SEEK_DATA)
+            finally:
+                os.close(fd)

@@ -101,6 +101,40 @@ def fitrim_and_fileattr():
             sh(f"lsattr -d {mnt}")
 
 
+@test(timeout=300, writes=True)
+def fitrim_arguments():
+    """FITRIM ranges as ext4 and xfs take them (fstests generic/260, 288):
+    a start at or past the end of the volume, a zero length and a length
+    below a cluster fail with EINVAL; a start with the default length
+    (ULLONG_MAX, as fstrim -o passes it) trims up to the end; a length
+    past the end is cut there."""
+    with Image(size_mb=64, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            size = 64 << 20
+            fd = os.open(mnt, os.O_RDONLY)
+
+            def trim(start, length, minlen=0):
+                out = fcntl.ioctl(fd, FITRIM,
+                                  struct.pack("QQQ", start, length, minlen))
+                return struct.unpack("QQQ", out)[1]
+            try:
+                for start, length in ((size * 2, (1 << 64) - 1),
+                                      (size * 2, 1 << 20),
+                                      ((1 << 64) - 1, (1 << 64) - 1),
+                                      ((1 << 64) - 1, 1 << 20),
+                                      (0, 0), (0, 100), (0, 4095)):
+                    expect_errno(errno.EINVAL, trim, start, length)
+                whole = trim(0, (1 << 64) - 1)
+                assert_true(whole > 50 << 20, f"whole volume: {whole}")
+                tail = trim(10 << 20, (1 << 64) - 1)
+                assert_true(40 << 20 < tail < whole,
+                            f"from 10 MiB, default length: {tail}")
+                assert_eq(trim(10 << 20, size * 4), tail,
+                          "a length past the end is cut there")
+            finally:
+                os.close(fd)
+
+
 @test(timeout=300, writes=False)
 def shutdown_modes():
     """EXFAT_IOC_SHUTDOWN in all three modes: later operations fail."""

@@ -25,8 +25,9 @@ bitmap_free(dev) -> (cluster_count, free clusters counted in the
 renameat2(old, new, flags), RENAME_NOREPLACE, RENAME_EXCHANGE,
         RENAME_WHITEOUT
 get_attr(path), set_attr(path, attr), ATTR_*
-fsx_binary() -> path of tests/tools/fsx-lite, built into /tmp by the guest's
-        gcc if the prebuilt one is missing or older than its source.
+fsx_binary(), io_verify_binary() -> path of tests/tools/fsx-lite or
+        io-verify, built into /tmp by the guest's gcc if the prebuilt one
+        is missing or older than its source (tool_binary(name, libs)).
 write_tree(mnt, cluster), modify_tree(mnt, cluster)
         build a rich tree, then change it with every kind of namespace and
         data operation (both used by the cross-driver tests).
@@ -329,22 +330,32 @@ def renameat2(old, new, flags):
 
 # --- fsx-lite -----------------------------------------------------------------
 
-FSX_SRC = os.path.join(REPO, "tests", "tools", "fsx-lite.c")
-FSX_PREBUILT = os.path.join(REPO, "tests", "tools", "fsx-lite")
+TOOLS_DIR = os.path.join(REPO, "tests", "tools")
+
+
+def tool_binary(name, libs=""):
+    """tests/tools/NAME, or a copy built into /tmp when the checkout's
+    binary is older than its source (the checkout is read-only here)."""
+    src = os.path.join(TOOLS_DIR, f"{name}.c")
+    prebuilt = os.path.join(TOOLS_DIR, name)
+    if os.path.exists(prebuilt) and \
+            os.stat(prebuilt).st_mtime >= os.stat(src).st_mtime:
+        return prebuilt
+    with open(src, "rb") as f:
+        key = hashlib.sha256(f.read()).hexdigest()[:12]
+    out = f"/tmp/{name}-{key}"
+    if not os.path.exists(out):
+        sh(f"gcc -O2 -Wall -Wextra -o {out}.tmp {src} {libs} && "
+           f"mv {out}.tmp {out}")
+    return out
 
 
 def fsx_binary():
-    src_mtime = os.stat(FSX_SRC).st_mtime
-    if os.path.exists(FSX_PREBUILT) and \
-            os.stat(FSX_PREBUILT).st_mtime >= src_mtime:
-        return FSX_PREBUILT
-    with open(FSX_SRC, "rb") as f:
-        key = hashlib.sha256(f.read()).hexdigest()[:12]
-    out = f"/tmp/fsx-lite-{key}"
-    if not os.path.exists(out):
-        sh(f"gcc -O2 -Wall -Wextra -o {out}.tmp {FSX_SRC} && "
-           f"mv {out}.tmp {out}")
-    return out
+    return tool_binary("fsx-lite")
+
+
+def io_verify_binary():
+    return tool_binary("io-verify", "-luring -lpthread")
 
 
 # --- trees for the cross-driver tests --------------------------------------
