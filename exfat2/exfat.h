@@ -169,8 +169,14 @@ struct exfat_sb_info {
 	/* Volume label in UTF-16, protected by label_lock. */
 	struct mutex	label_lock;
 
-	/* vol_lock serialises updates of VolumeFlags on disk */
+	/*
+	 * vol_lock serialises updates of VolumeFlags on disk; meta_dirtying
+	 * and meta_gen count metadata sectors being and having been dirtied,
+	 * so that VolumeDirty is never cleared under a dirty one (meta.c).
+	 */
 	struct mutex	vol_lock;
+	atomic_t	meta_dirtying;
+	atomic_t	meta_gen;
 	u16		label[EXFAT_LABEL_MAX_LEN];
 	unsigned int	label_len;
 
@@ -394,6 +400,9 @@ struct buffer_head *exfat_read_sector_ra(struct super_block *sb,
 					 sector_t sect, unsigned int ra);
 void exfat_readahead_sectors(struct super_block *sb, sector_t sect,
 			     unsigned int nr);
+void exfat_set_vol_dirty(struct super_block *sb);
+u32 exfat_meta_gen(struct super_block *sb);
+int exfat_clear_vol_dirty(struct super_block *sb, u32 gen);
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);
 void exfat_sector_lock(struct buffer_head *bh);
 void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh);
@@ -633,7 +642,6 @@ extern const struct export_operations exfat_export_ops;
 
 /* super.c */
 void exfat_set_ro(struct super_block *sb);
-void exfat_set_vol_dirty(struct super_block *sb);
 int exfat_shutdown(struct super_block *sb, u32 flags);
 int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len);
 

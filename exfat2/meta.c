@@ -97,10 +97,99 @@ void exfat_put_sector(struct buffer_head *bh)
 	brelse(bh);
 }
 
+/*
+ * VolumeDirty (§3.1.13.2) is set, and on stable media, before the first
+ * metadata sector is dirtied, and cleared only once all are on disk.
+ *
+ * Every metadata sector is dirtied through exfat_meta_dirtied(): counted
+ * in meta_dirtying while it checks the flag and dirties the sector, then
+ * counted in meta_gen.  exfat_clear_vol_dirty() clears the flag only when
+ * no sector was dirtied since the caller read meta_gen before its sync,
+ * and none is being dirtied: a writer that comes later finds the flag
+ * clear and sets it on disk before its sector can be written.
+ */
+static int exfat_write_vol_flags(struct super_block *sb, u16 flags)
+{
+	struct exfat_boot_sector *bs;
+	struct buffer_head *bh;
+	int err;
+
+	lockdep_assert_held(&EXFAT_SB(sb)->vol_lock);
+	bh = exfat_read_sector(sb, 0);
+	if (IS_ERR(bh))
+		return PTR_ERR(bh);
+	bs = exfat_sector_data(bh);
+	lock_buffer(bh);
+	bs->vol_flags = cpu_to_le16(flags);
+	unlock_buffer(bh);
+	mark_buffer_dirty(bh);
+	err = exfat_sync_meta(sb, bh, true);
+	exfat_put_sector(bh);
+	return err;
+}
+
+void exfat_set_vol_dirty(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	if (test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state))
+		return;
+	mutex_lock(&sbi->vol_lock);
+	if (!test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state) &&
+	    !exfat_write_vol_flags(sb, sbi->vol_flags | EXFAT_VF_DIRTY))
+		set_bit(EXFAT_STATE_DIRTY_SET, &sbi->state);
+	mutex_unlock(&sbi->vol_lock);
+}
+
+/* What to pass to exfat_clear_vol_dirty(), read before the sync. */
+u32 exfat_meta_gen(struct super_block *sb)
+{
+	return atomic_read(&EXFAT_SB(sb)->meta_gen);
+}
+
+/*
+ * After a sync of every metadata sector that began after @gen was read:
+ * clear VolumeDirty unless a sector was dirtied since.  A volume that was
+ * dirty when mounted stays dirty for fsck (vol_flags keeps its bit).
+ */
+int exfat_clear_vol_dirty(struct super_block *sb, u32 gen)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	int err = 0;
+
+	mutex_lock(&sbi->vol_lock);
+	if (test_and_clear_bit(EXFAT_STATE_DIRTY_SET, &sbi->state)) {
+		/* pairs with the barrier in exfat_meta_dirtied() */
+		smp_mb__after_atomic();
+		if (atomic_read(&sbi->meta_dirtying) ||
+		    atomic_read(&sbi->meta_gen) != gen)
+			err = 1;
+		else
+			err = exfat_write_vol_flags(sb, sbi->vol_flags);
+		if (err)
+			set_bit(EXFAT_STATE_DIRTY_SET, &sbi->state);
+	}
+	mutex_unlock(&sbi->vol_lock);
+	return err < 0 ? err : 0;
+}
+
+static void exfat_meta_dirtied(struct super_block *sb, struct buffer_head *bh)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	atomic_inc(&sbi->meta_dirtying);
+	smp_mb__after_atomic();
+	exfat_set_vol_dirty(sb);
+	mark_buffer_dirty(bh);
+	atomic_inc(&sbi->meta_gen);
+	smp_mb__before_atomic();
+	atomic_dec(&sbi->meta_dirtying);
+}
+
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh)
 {
 	set_buffer_uptodate(bh);
-	mark_buffer_dirty(bh);
+	exfat_meta_dirtied(sb, bh);
 }
 
 /*
@@ -118,7 +207,7 @@ void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh)
 {
 	set_buffer_uptodate(bh);
 	unlock_buffer(bh);
-	mark_buffer_dirty(bh);
+	exfat_meta_dirtied(sb, bh);
 }
 
 /* Write one metadata sector now; with fua it is on stable media on return. */
@@ -201,7 +290,7 @@ int exfat_zero_sectors(struct super_block *sb, sector_t sect, unsigned int nr)
 		memset(bh->b_data, 0, bh->b_size);
 		set_buffer_uptodate(bh);
 		unlock_buffer(bh);
-		mark_buffer_dirty(bh);
+		exfat_meta_dirtied(sb, bh);
 		brelse(bh);
 	}
 	return 0;

@@ -160,60 +160,9 @@ static void exfat_evict_inode(struct inode *inode)
 	exfat_drop_extents(inode);
 }
 
-/* Write VolumeFlags of the main boot sector with FUA. */
-static int exfat_write_vol_flags(struct super_block *sb, u16 flags)
-{
-	struct exfat_boot_sector *bs;
-	struct buffer_head *bh;
-	int err;
-
-	lockdep_assert_held(&EXFAT_SB(sb)->vol_lock);
-	bh = exfat_read_sector(sb, 0);
-	if (IS_ERR(bh))
-		return PTR_ERR(bh);
-	bs = exfat_sector_data(bh);
-	bs->vol_flags = cpu_to_le16(flags);
-	exfat_mark_meta_dirty(sb, bh);
-	err = exfat_sync_meta(sb, bh, true);
-	exfat_put_sector(bh);
-	return err;
-}
-
-/*
- * VolumeDirty (§3.1.13.2) is set, and on stable media, before the first
- * change to the volume's metadata, and cleared only once everything is.
- */
-void exfat_set_vol_dirty(struct super_block *sb)
-{
-	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-
-	if (test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state))
-		return;
-	mutex_lock(&sbi->vol_lock);
-	if (!test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state) &&
-	    !exfat_write_vol_flags(sb, sbi->vol_flags | EXFAT_VF_DIRTY))
-		set_bit(EXFAT_STATE_DIRTY_SET, &sbi->state);
-	mutex_unlock(&sbi->vol_lock);
-}
-
-static int exfat_clear_vol_dirty(struct super_block *sb)
-{
-	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	int err = 0;
-
-	mutex_lock(&sbi->vol_lock);
-	if (test_bit(EXFAT_STATE_DIRTY_SET, &sbi->state)) {
-		/* a volume that was dirty when mounted stays dirty for fsck */
-		err = exfat_write_vol_flags(sb, sbi->vol_flags);
-		if (!err)
-			clear_bit(EXFAT_STATE_DIRTY_SET, &sbi->state);
-	}
-	mutex_unlock(&sbi->vol_lock);
-	return err;
-}
-
 static int exfat_sync_fs(struct super_block *sb, int wait)
 {
+	u32 gen;
 	int err;
 
 	if (!wait || exfat_forced_shutdown(sb) || sb_rdonly(sb))
@@ -222,10 +171,11 @@ static int exfat_sync_fs(struct super_block *sb, int wait)
 	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
 	exfat_dir_pool_drain(sb);
 	err = exfat_commit_frees(sb);
+	gen = exfat_meta_gen(sb);
 	if (!err)
 		err = sync_blockdev(sb->s_bdev) ?: exfat_meta_check(sb);
 	if (!err)
-		err = exfat_clear_vol_dirty(sb);
+		err = exfat_clear_vol_dirty(sb, gen);
 	return err;
 }
 
@@ -246,9 +196,12 @@ static void exfat_put_super(struct super_block *sb)
 	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb))
 		exfat_dir_pool_drain(sb);
 	if (!sb_rdonly(sb) && !exfat_forced_shutdown(sb) &&
-	    !exfat_commit_frees(sb) && !sync_blockdev(sb->s_bdev) &&
-	    !exfat_meta_check(sb))
-		exfat_clear_vol_dirty(sb);
+	    !exfat_commit_frees(sb)) {
+		u32 gen = exfat_meta_gen(sb);
+
+		if (!sync_blockdev(sb->s_bdev) && !exfat_meta_check(sb))
+			exfat_clear_vol_dirty(sb, gen);
+	}
 	exfat_drop_pending_frees(sb);
 	exfat_free_bitmap(sb);
 	destroy_workqueue(EXFAT_SB(sb)->ioend_wq);
@@ -886,6 +839,7 @@ static int exfat_reconfigure(struct fs_context *fc)
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct exfat_mount_options *cur = &sbi->opts;
 	struct exfat_mount_options *new = &((struct exfat_sb_info *)fc->s_fs_info)->opts;
+	u32 gen;
 	int err;
 
 	fc->sb_flags |= SB_NODIRATIME;
@@ -907,7 +861,8 @@ static int exfat_reconfigure(struct fs_context *fc)
 	if (err)
 		return err;
 	if (fc->sb_flags & SB_RDONLY && !sb_rdonly(sb)) {
-		err = exfat_clear_vol_dirty(sb);
+		gen = exfat_meta_gen(sb);
+		err = exfat_meta_write_all(sb) ?: exfat_clear_vol_dirty(sb, gen);
 		if (err)
 			return err;
 	}
