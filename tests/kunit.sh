@@ -97,9 +97,19 @@ exit 0
 EOF
 
 echo "kunit: booting $kernel (log: $out/console.log)" >&2
-vmrc=0
-"$repo/tools/vm/vm.sh" --kernel "$kernel" --modules-dir "$moddir" --out "$out" \
-	--timeout "$timeout" -- bash /run/out/kunit-guest.sh || vmrc=$?
+run_vm() {
+	vmrc=0
+	"$repo/tools/vm/vm.sh" --kernel "$kernel" --modules-dir "$moddir" --out "$out" \
+		--timeout "$timeout" -- bash /run/out/kunit-guest.sh || vmrc=$?
+}
+run_vm
+# A guest that dies while booting, before the command starts, is not a
+# result (as in run-tests.sh): boot once more.
+if [ "$vmrc" != 0 ] && ! grep -qs 'guest-init: running command' "$out/console.log"; then
+	mv "$out/console.log" "$out/console-boot-failure.log" 2>/dev/null || true
+	echo "kunit: the VM died while booting (exit $vmrc, see $out/console-boot-failure.log); booting again" >&2
+	run_vm
+fi
 t2=$(date +%s)
 
 # Parse the KTAP of the exfat2 suites and add the other checks.
