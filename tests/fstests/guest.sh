@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# In the VM (tests/fstests/run.sh starts it): load one exFAT driver, set
+# up TEST and SCRATCH, run each fstests test alone under a
+# time limit, and write /run/out/summary.  Environment: FSTESTS (the built
+# tree, read-only here), DRIVER (ours|intree), KO (exfat2.ko), LIMIT.
+set -uo pipefail
+
+OUT=/run/out
+work=/tmp/fstests
+mkdir -p $work/test $work/scratch $work/results
+: >"$OUT/summary"
+: >"$OUT/check.log"
+
+# what udev would have made: bash process substitution needs /dev/fd
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do
+	[ -e /dev/${i#*:} ] || ln -s /proc/self/fd/${i%%:*} /dev/${i#*:}
+done
+
+case $DRIVER in
+ours) insmod "$KO" || { echo "insmod $KO failed"; exit 1; } ;;
+intree) modprobe exfat || { echo "modprobe exfat failed"; exit 1; } ;;
+esac
+
+# run.sh attaches TEST and SCRATCH as the first two virtio disks
+test_dev=/dev/vda
+scratch_dev=/dev/vdb
+[ -b $test_dev ] && [ -b $scratch_dev ] || { echo "no $test_dev, $scratch_dev"; exit 1; }
+
+cat >$work/config <<EOF
+export FSTYP=exfat
+export TEST_DEV=$test_dev
+export TEST_DIR=$work/test
+export SCRATCH_DEV=$scratch_dev
+export SCRATCH_MNT=$work/scratch
+export RESULT_BASE=$work/results
+EOF
+
+cd "$FSTESTS" || exit 1
+uname -r >"$OUT/kernel"
+while read -r t; do
+	[ -n "$t" ] || continue
+	start=$(date +%s)
+	echo "== $t" >>"$OUT/check.log"
+	# a fresh TEST volume for each test (see run.sh)
+	umount $work/test 2>/dev/null
+	mkfs.exfat "$test_dev" >/dev/null
+	HOST_OPTIONS=$work/config timeout -k 30 "$LIMIT" ./check "$t" \
+		>>"$OUT/check.log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	base=$work/results/$t
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		status=timeout
+		# whatever the test left running or mounted
+		pkill -9 -f "$FSTESTS/(ltp|src)/" 2>/dev/null
+		umount -l $work/scratch $work/test 2>/dev/null
+	elif [ -f "$base.notrun" ]; then
+		status=notrun
+	elif [ $rc -eq 0 ] && [ ! -f "$base.out.bad" ] && [ ! -f "$base.dmesg" ]; then
+		status=pass
+	else
+		status=fail
+	fi
+	echo -e "$t\t$status\t$secs" >>"$OUT/summary"
+	echo "$t $status ${secs}s"
+	mkdir -p "$OUT/results/$(dirname "$t")"
+	cp -a "$base".* "$OUT/results/$(dirname "$t")/" 2>/dev/null
+done <"$OUT/tests"
+umount $work/scratch $work/test 2>/dev/null
+exit 0
