@@ -748,7 +748,6 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_time_gran = 10 * NSEC_PER_MSEC;
 	sb->s_time_min = EXFAT_MIN_TIME;
 	sb->s_time_max = EXFAT_MAX_TIME;
-	sb->s_maxbytes = MAX_LFS_FILESIZE;
 
 	sbi->ioend_wq = alloc_workqueue("exfat2-ioend/%s",
 					WQ_MEM_RECLAIM | WQ_FREEZABLE, 0, sb->s_id);
@@ -765,6 +764,12 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	kfree(bs);
 	if (err)
 		goto out;
+	/*
+	 * No holes: a file never holds more than the cluster heap, and a
+	 * write past that is EFBIG, as with the in-tree driver.
+	 */
+	sb->s_maxbytes = min_t(u64, MAX_LFS_FILESIZE,
+			       (u64)sbi->clu_count << sbi->clu_shift);
 
 	{
 		/* the volume serial, in the order blkid prints it */

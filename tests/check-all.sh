@@ -120,6 +120,9 @@ if [ "${DEBUG:-1}" != 0 ]; then
 		[ ${#filters[@]} -gt 0 ] || sel+=("${DEBUG_SKIP[@]}")
 		if [ ${#sel[@]} -gt 0 ]; then
 			echo "=== phase debug: ${sel[*]} under the debug kernel"
+			# the whole VM's limit: about 2,500 s of work on a quiet
+			# host, each test bounded by its own (scaled) timeout
+			TEST_TIMEOUT=${TEST_TIMEOUT:-4200} \
 			TIMEOUT_SCALE=$DEBUG_SCALE "$here/run-tests.sh" \
 				--kernel "$KERNEL" --modules-dir "$MODULES_DIR" \
 				--kdir "$KDIR" --ko "$EXFAT2_KO" "${sel[@]}" 2>&1 |
