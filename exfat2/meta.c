@@ -178,10 +178,12 @@ static void exfat_meta_dirtied(struct super_block *sb, struct buffer_head *bh)
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 
 	atomic_inc(&sbi->meta_dirtying);
+	/* the count before the flag test: pairs with exfat_clear_vol_dirty() */
 	smp_mb__after_atomic();
 	exfat_set_vol_dirty(sb);
 	mark_buffer_dirty(bh);
 	atomic_inc(&sbi->meta_gen);
+	/* meta_gen moves before meta_dirtying drops: no window shows neither */
 	smp_mb__before_atomic();
 	atomic_dec(&sbi->meta_dirtying);
 }
