@@ -298,6 +298,14 @@ static inline sector_t exfat_clu_to_sect(const struct exfat_sb_info *sbi,
 		(sbi->clu_shift - sbi->sect_shift));
 }
 
+/* Byte address on the device of byte pos of a file, which lies in clu */
+static inline u64 exfat_disk_addr(const struct exfat_sb_info *sbi, u32 clu,
+				  loff_t pos)
+{
+	return ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) +
+	       (pos & (sbi->clu_size - 1));
+}
+
 static inline u64 exfat_clu_to_bytes(const struct exfat_sb_info *sbi,
 				     u32 clu)
 {

@@ -68,7 +68,7 @@ static int exfat_read_iomap_begin(struct inode *inode, loff_t pos,
 	if (err)
 		return err;
 	off = pos & (sbi->clu_size - 1);
-	iomap->addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) + off;
+	iomap->addr = exfat_disk_addr(sbi, clu, pos);
 	length = min_t(u64, length, ((u64)run << sbi->clu_shift) - off);
 	iomap->type = IOMAP_MAPPED;
 
@@ -125,8 +125,7 @@ static int exfat_read_vdl_folio(struct inode *inode, struct folio *folio)
 			break;
 		bio = bio_alloc(inode->i_sb->s_bdev, 1, REQ_OP_READ, GFP_NOFS);
 		bio->bi_iter.bi_sector =
-			((exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) +
-			 (p & (sbi->clu_size - 1))) >> SECTOR_SHIFT;
+			exfat_disk_addr(sbi, clu, p) >> SECTOR_SHIFT;
 		bio_add_folio_nofail(bio, folio, bsize, off);
 		err = submit_bio_wait(bio);
 		bio_put(bio);
@@ -246,7 +245,7 @@ static int exfat_gap_iomap_begin(struct inode *inode, loff_t pos,
 	off = pos & (sbi->clu_size - 1);
 	iomap->bdev = inode->i_sb->s_bdev;
 	iomap->offset = pos;
-	iomap->addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) + off;
+	iomap->addr = exfat_disk_addr(sbi, clu, pos);
 	iomap->length = min_t(u64, length, ((u64)run << sbi->clu_shift) - off);
 	iomap->type = IOMAP_MAPPED;
 	iomap->flags = 0;
@@ -334,7 +333,7 @@ static int exfat_write_iomap_begin(struct inode *inode, loff_t pos,
 	if (err)
 		goto out;
 	off = pos & (sbi->clu_size - 1);
-	iomap->addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) + off;
+	iomap->addr = exfat_disk_addr(sbi, clu, pos);
 	length = min_t(u64, length, ((u64)run << sbi->clu_shift) - off);
 
 	/*
@@ -392,8 +391,7 @@ static int exfat_map_blocks(struct iomap_writepage_ctx *wpc,
 	wpc->iomap.flags = 0;
 	wpc->iomap.bdev = inode->i_sb->s_bdev;
 	wpc->iomap.offset = offset;
-	wpc->iomap.addr = ((u64)exfat_clu_to_sect(sbi, clu) << sbi->sect_shift) +
-			  off;
+	wpc->iomap.addr = exfat_disk_addr(sbi, clu, offset);
 	wpc->iomap.length = ((u64)run << sbi->clu_shift) - off;
 	wpc->iomap.validity_cookie = seq;
 	return 0;
