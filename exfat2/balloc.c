@@ -428,17 +428,54 @@ void exfat_dir_pool_drain(struct super_block *sb)
 	mutex_unlock(&sbi->alloc_lock);
 }
 
+/*
+ * Append the run [start, start + len), already marked in use, to the
+ * chain of inode, whose last cluster is *last (0: the chain is empty).
+ * A chain that stays contiguous keeps NoFatChain.  On error the run is
+ * marked in use but not (wholly) linked: leaked, never lost.
+ */
+static int exfat_chain_append(struct inode *inode,
+			      struct exfat_fat_cursor *cur, u32 *last,
+			      u32 start, u32 len)
+{
+	struct super_block *sb = inode->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	int err = 0;
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	if (!ei->alloc_clus) {
+		ei->start_clu = start;
+		ei->flags |= EXFAT_FLAG_NO_FAT_CHAIN;
+	} else if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
+		if (start != *last + 1)
+			err = exfat_chain_contiguous(inode, cur, start);
+	} else {
+		err = exfat_fat_set(sb, cur, *last, start);
+	}
+	if (!err && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN))
+		err = exfat_link_run(sb, cur, start, len, EXFAT_FAT_EOC);
+	if (!err && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN))
+		err = exfat_extents_append(inode, start, len);
+	if (err)
+		return err;
+	ei->alloc_clus += len;
+	ei->alloc_seq = ++sbi->alloc_seq;
+	*last = start + len - 1;
+	return 0;
+}
+
 /**
- * exfat_alloc_clusters - grow an inode's cluster chain
- * @inode: file or directory, with map_lock held exclusive
+ * exfat_alloc_clusters - grow a file's cluster chain
+ * @inode: regular file, with map_lock held exclusive
  * @want: number of clusters the chain must have
- * @zero: write zeros to the new clusters before linking them (directories)
  *
  * New clusters continue the chain where it ends when they can; a file
- * whose clusters stay contiguous keeps NoFatChain.  Nothing is zeroed.
+ * whose clusters stay contiguous keeps NoFatChain.  Nothing is zeroed
+ * (directories grow with exfat_append_dir_cluster()).
  * All or nothing: returns 0, -ENOSPC, or an error from the FAT.
  */
-int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero)
+int exfat_alloc_clusters(struct inode *inode, u32 want)
 {
 	struct super_block *sb = inode->i_sb;
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
@@ -478,8 +515,7 @@ int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero)
 	hint = last ? last + 1 : sbi->alloc_hint;
 
 	while (need) {
-		if (!exfat_find_free_run(sb, hint, zero ? 1 : need, &start,
-					 &len)) {
+		if (!exfat_find_free_run(sb, hint, need, &start, &len)) {
 			exfat_fs_error(sb, "bitmap has no free cluster, %u counted free",
 				       sbi->free_clusters);
 			err = -EFSCORRUPTED;
@@ -487,38 +523,51 @@ int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero)
 		}
 		exfat_bitmap_set_range(sb, start, len, true);
 		sbi->free_clusters -= len;
-		if (zero) {
-			/* a directory cluster is zero on disk before it is linked */
-			err = exfat_zero_clusters_sync(sb, start, len);
-			if (err)
-				break;
-		}
-
-		if (!ei->alloc_clus) {
-			ei->start_clu = start;
-			ei->flags |= EXFAT_FLAG_NO_FAT_CHAIN;
-		} else if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
-			if (start != last + 1)
-				err = exfat_chain_contiguous(inode, &cur, start);
-		} else {
-			err = exfat_fat_set(sb, &cur, last, start);
-		}
-		if (!err && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN))
-			err = exfat_link_run(sb, &cur, start, len, EXFAT_FAT_EOC);
-		if (!err && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN))
-			err = exfat_extents_append(inode, start, len);
-		if (err) {
-			/* the run is marked used but not linked: leaked, not lost */
+		err = exfat_chain_append(inode, &cur, &last, start, len);
+		if (err)
 			break;
-		}
-		ei->alloc_clus += len;
-		ei->alloc_seq = ++sbi->alloc_seq;
-		last = start + len - 1;
 		need -= len;
 		hint = last + 1;
 	}
 	sbi->alloc_hint = hint;
 out:
+	mutex_unlock(&sbi->alloc_lock);
+	exfat_fat_cursor_release(&cur);
+	return err;
+}
+
+/**
+ * exfat_append_dir_cluster - grow a directory by one zeroed cluster
+ * @dir: directory, with map_lock held exclusive
+ *
+ * The cluster comes from the pool of exfat_alloc_dir_cluster(): zeroed
+ * and marked in use on disk, with a cache flush after, before the FAT
+ * entry that links it (or, but for the root, the DataLength that covers
+ * it) can reach the disk; a crash never shows stale bytes as entries.
+ */
+int exfat_append_dir_cluster(struct inode *dir)
+{
+	struct super_block *sb = dir->i_sb;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_inode_info *ei = EXFAT_I(dir);
+	struct exfat_fat_cursor cur = {};
+	u32 clu, last = 0;
+	int err;
+
+	lockdep_assert_held_write(&ei->map_lock);
+	if (ei->alloc_clus && !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)) {
+		err = exfat_fill_all_extents(dir);
+		if (err)
+			return err;
+	}
+	err = exfat_alloc_dir_cluster(sb, &clu);
+	if (err)
+		return err;
+	mutex_lock(&sbi->alloc_lock);
+	exfat_set_vol_dirty(sb);
+	if (ei->alloc_clus)
+		last = exfat_last_clu(dir);
+	err = exfat_chain_append(dir, &cur, &last, clu, 1);
 	mutex_unlock(&sbi->alloc_lock);
 	exfat_fat_cursor_release(&cur);
 	return err;
@@ -818,8 +867,13 @@ int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 	if (err) {
 		exfat_free_run(sb, *clu, len);
 	} else {
-		/* another task may have filled the pool meanwhile */
-		for (i = 1; i < len; i++) {
+		/*
+		 * Pushed from the top, so that they are handed out in
+		 * ascending order: a directory growing cluster by cluster
+		 * stays contiguous.  Another task may have filled the pool
+		 * meanwhile.
+		 */
+		for (i = len - 1; i >= 1; i--) {
 			if (sbi->dir_pool_nr < EXFAT_DIR_POOL_MAX)
 				sbi->dir_pool[sbi->dir_pool_nr++] = *clu + i;
 			else

@@ -585,7 +585,7 @@ static int exfat_grow_dir(struct inode *dir)
 	if (old + 1 > exfat_max_dir_clus(sbi))
 		return -ENOSPC;
 	down_write(&ei->map_lock);
-	err = exfat_alloc_clusters(dir, old + 1, true);
+	err = exfat_append_dir_cluster(dir);
 	if (!err) {
 		i_size_write(dir, (loff_t)ei->alloc_clus << sbi->clu_shift);
 		ei->valid_size = i_size_read(dir);

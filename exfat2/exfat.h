@@ -30,7 +30,8 @@
  *     writeback completes (file.c, exfat_ioend_work).
  *  3. Allocation before reference: an entry set naming clusters is written
  *     only after the FAT and bitmap that allocate them (exfat_sync_alloc);
- *     a new directory cluster is zero on disk before it is linked.
+ *     a new directory cluster is zero on disk, behind a cache flush,
+ *     before it is linked (the pool of exfat_alloc_dir_cluster()).
  *  4. Release after dereference: freed clusters keep their bitmap bits
  *     until the metadata that stopped referring to them is durable
  *     (exfat_commit_frees); a shrinking size is written before the chain
@@ -447,7 +448,8 @@ bool exfat_clu_in_use(struct super_block *sb, u32 clu);
 const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
 			    u32 *free);
 void exfat_claim_run(struct inode *inode, u32 clu, u32 len);
-int exfat_alloc_clusters(struct inode *inode, u32 want, bool zero);
+int exfat_alloc_clusters(struct inode *inode, u32 want);
+int exfat_append_dir_cluster(struct inode *dir);
 int exfat_commit_frees(struct super_block *sb);
 void exfat_drop_pending_frees(struct super_block *sb);
 int exfat_sync_alloc(struct super_block *sb, u64 seq);

@@ -323,7 +323,7 @@ static int exfat_write_iomap_begin(struct inode *inode, loff_t pos,
 
 		if (need > avail && avail > fclu)
 			need = avail;
-		err = exfat_alloc_clusters(inode, need, false);
+		err = exfat_alloc_clusters(inode, need);
 		if (err)
 			goto out;
 		iomap->flags |= IOMAP_F_DIRTY;
@@ -530,7 +530,7 @@ static int exfat_expand(struct inode *inode, loff_t size)
 	if (need > sbi->clu_count)
 		return -ENOSPC;
 	down_write(&ei->map_lock);
-	err = exfat_alloc_clusters(inode, need, false);
+	err = exfat_alloc_clusters(inode, need);
 	up_write(&ei->map_lock);
 	if (err)
 		return err;

@@ -302,3 +302,96 @@ def rename_window_repaired_without_loss():
         tree["/d1/f"] = tree["/d2/f"] = b"never written"
         lost = crashlib.repair_loses(img.dev, tree, pairs, "/mnt/repaired")
         assert_true("/d1/f and /d2/f" in lost, f"a loss reported: {lost!r}")
+
+
+def _flush_between(lg, first, last):
+    """Whether a FLUSH entry (or a write with a flush before it) lies in
+    lg.entries (first, last]."""
+    return any(e.is_flush for e in lg.entries[first + 1:last + 1])
+
+
+@test(timeout=300, writes=False)
+def root_growth_zeroed_before_linked():
+    """The root directory has no DataLength: its size is its FAT chain.
+    When it grows, the zeroes of the new cluster must be on the medium
+    (a cache flush after they were written) before the FAT entry that
+    links it can be, else a power cut with a write-back cache shows the
+    cluster's old bytes as entries of the root.  Files are created in the
+    root of a volume whose free clusters hold stale data, through
+    dm-log-writes, until the root grows twice; in the log, a FLUSH must
+    separate each new cluster's zeroes from its link."""
+    from replaylog import read_log
+    crashlib.modules()
+    tmp = crashlib.Tmp()
+    mnt = "/mnt/crash"
+    os.makedirs(mnt, exist_ok=True)
+    try:
+        data_f = tmp.file("data", 16 << 20)
+        with open(data_f, "r+b") as f:       # stale data everywhere
+            for i in range(16):
+                f.write(bytes([0xA5 ^ i]) * (1 << 20))
+        data = tmp.loop(data_f)
+        crashlib.mkfs(data, 4096)
+        log_f = tmp.file("log", 256 << 20)
+        logdev = tmp.loop(log_f)
+        name = f"rootgrow{os.getpid()}"
+        lw = tmp.dm(name, f"0 {crashlib.devsize(data)} log-writes "
+                    f"{data} {logdev}")
+        crashlib.use_driver("ours")
+        crashlib.sys_mount(lw, mnt, ro=False)
+        tmp.mounts.append(mnt)
+        # 128 entries a 4 KiB cluster, 3 a file, and the root's own
+        # bitmap, up-case and label entries: 100 files grow it twice
+        for i in range(100):
+            os.close(os.open(f"{mnt}/file-{i:03d}", os.O_CREAT | os.O_WRONLY))
+        crashlib.sys_umount(mnt)
+        tmp.mounts.remove(mnt)
+        tmp.undm(name)
+        tmp.unloop(logdev)
+        heap, csize, root, count = _geometry(data)
+        with open(data, "rb") as f:
+            f.seek(80)
+            fat_off = struct.unpack("<I", f.read(4))[0] * 512
+            chain = [root]
+            while len(chain) < 10:
+                f.seek(fat_off + 4 * chain[-1])
+                nxt = struct.unpack("<I", f.read(4))[0]
+                if nxt == 0xFFFFFFFF:
+                    break
+                chain.append(nxt)
+        assert_true(len(chain) >= 3, f"the root grew twice: {chain}")
+        lg = read_log(log_f)
+        checked = []
+        for prev, clu in zip(chain, chain[1:]):
+            cstart = heap + (clu - 2) * csize
+            link = fat_off + 4 * prev
+            zeroes, links = [], None
+            with open(log_f, "rb") as f:
+                for e in lg.entries:
+                    if not e.changes_data:
+                        continue
+                    lo = e.sector * lg.sectorsize
+                    hi = lo + e.nr_sectors * lg.sectorsize
+                    if lo < cstart + csize and hi > cstart:
+                        zeroes.append(e.index)  # (a part of) the zeroing
+                    if lo <= link < hi:
+                        f.seek(e.offset + link - lo)
+                        if struct.unpack("<I", f.read(4))[0] == clu:
+                            links = e.index
+                            break
+            # the last write to the cluster before it was linked
+            zero = max(zeroes) if zeroes else None
+            assert_true(zero is not None and links is not None,
+                        f"cluster {clu}: zeroes at entry {zero}, link at "
+                        f"{links}")
+            assert_true(zero < links and _flush_between(lg, zero, links),
+                        f"cluster {clu} of the root: its zeroes (log entry "
+                        f"{zero}) and the FAT entry linking it (entry "
+                        f"{links}) with no cache flush between")
+            checked.append(f"{clu}: zeroes #{zero}, link #{links}")
+        log("root clusters zeroed, flushed, then linked: " +
+            "; ".join(checked))
+    finally:
+        for m in list(tmp.mounts):
+            sh(f"umount {m}", check=False)
+        tmp.close()
