@@ -607,3 +607,67 @@ def fsck_judge_fails_on_purpose():
             with open(img.dev, "r+b") as f:
                 f.seek(off + 2)
                 f.write(b)
+
+
+@test(timeout=600)
+def rename_racing_fsync_keeps_fsynced_size():
+    """A rename builds the new entry set from the moving file's set.  If
+    it takes that copy before the file's set lock, an fsync between the
+    copy and the rename's write (its write_inode sets the new DataLength)
+    is undone: the new set holds the old size, and a crash before the
+    next writeback loses what fsync returned for.  A file in a directory
+    of 2,000 sets (so that the rename's lookup and slot search take a
+    while) is renamed between a short and a long name while another
+    thread appends and fsyncs; after each pair, the set on disk (read
+    through the block device's cache, where the driver's writes are) must
+    hold the size fsync returned for."""
+    import threading
+    with Image(size_mb=64, cluster="4K") as img, mount(img.dev) as mnt:
+        d = f"{mnt}/big"
+        os.mkdir(d)
+        for i in range(2000):
+            os.close(os.open(f"{d}/entry-{i:05d}", os.O_CREAT | os.O_WRONLY))
+        names = ["f", "a-longer-name-of-the-file-%d"]
+        cur = names[0]
+        fd = os.open(f"{d}/{cur}", os.O_CREAT | os.O_RDWR)
+        rng = random.Random(7)
+        chunk = rng.randbytes(4096)
+        bar = threading.Barrier(2)
+        errs = []
+
+        def appender(n):
+            try:
+                bar.wait()
+                os.write(fd, chunk[n % 4096:] + chunk[:n % 4096])
+                os.fsync(fd)
+            except BaseException as e:
+                errs.append(e)
+
+        try:
+            for it in range(200):
+                new = names[1] % it if it % 2 == 0 else names[0]
+                t = threading.Thread(target=appender, args=(it,))
+                t.start()
+                bar.wait()
+                for _ in range(rng.randrange(0, 4000)):
+                    pass
+                os.rename(f"{d}/{cur}", f"{d}/{new}")
+                cur = new
+                t.join()
+                if errs:
+                    raise errs[0]
+                size = os.fstat(fd).st_size
+                v = rawfs.Volume(img.dev, write=False)
+                try:
+                    s, _ = v.lookup(f"big/{cur}")
+                    on_disk = s.stream[3]
+                finally:
+                    v.close()
+                if on_disk != size:
+                    raise TestFailure(f"iteration {it}: fsync returned for "
+                                      f"{size} bytes, the set of {cur} on "
+                                      f"disk says {on_disk}")
+        finally:
+            os.close(fd)
+        log(f"200 renames racing appends and fsyncs: the set always "
+            f"held the size ({size} bytes at the end)")
