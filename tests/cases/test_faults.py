@@ -28,7 +28,8 @@ rounds must end read-only when the driver reported corruption or a
 metadata write error), and once the faults stop and the volume is
 unmounted: fsck.exfat -n finds it clean or only leaked clusters
 (crashlib.fsck_verdict), the driver mounts it, and every file whose last
-operation was a successful fsync holds exactly what it held then.
+operation was a successful fsync holds exactly what it held then, read by
+exfat2 and by the in-tree driver.
 
 Needs CONFIG_FAULT_INJECTION_DEBUG_FS and the stack-trace filter: the
 debug kernel (make check runs these in its debug pass only).
@@ -405,12 +406,15 @@ def _round_on(kind, prob, seed, clu, opts, lower, dm):
     if not ok:
         fail(f"{kind} {prob}% seed {seed}: fsck.exfat after the "
              f"faults:\n{text}")
-    with mount(dev, opts="ro") as mnt:
-        for rel, data in sorted(wl.model.items()):
-            with open(f"{mnt}/{rel}", "rb") as f:
-                got = f.read()
-            assert_eq(len(got), len(data), f"{rel}: size after fsync")
-            assert_true(got == data, f"{rel}: content after fsync")
+    # the fsynced files, read by exfat2 and by the in-tree driver
+    for drv in ("ours", "intree"):
+        with mount(dev, opts="ro", driver=drv) as mnt:
+            for rel, data in sorted(wl.model.items()):
+                with open(f"{mnt}/{rel}", "rb") as f:
+                    got = f.read()
+                assert_eq(len(got), len(data), f"{drv}: {rel}: size after "
+                          "fsync")
+                assert_true(got == data, f"{drv}: {rel}: content after fsync")
     extra = f", {dm.switches} table switches" if dm and dm.switches else ""
     line = (f"{kind} {prob}% seed {seed} clu {clu} {opts or 'default'}: "
             f"{wl.ok} ok, failed {wl.errnos or '-'}, "

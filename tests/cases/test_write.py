@@ -21,14 +21,14 @@ import time
 import zlib
 
 from lib import (Image, TestFailure, assert_eq, assert_true, expect_errno,
-                 fail, fsck_clean, log, mount, test, umount)
+                 fail, fsck_clean, log, mount, test, umount, xcheck_clean)
 from tree import pattern, write_file
 from wtree import (ALL_FIELDS, ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN,
                    ATTR_READONLY, ATTR_SYSTEM, FUSE_FIELDS, RENAME_EXCHANGE,
                    RENAME_NOREPLACE, RENAME_WHITEOUT, WRITE_DRIVER,
                    bitmap_free, compare, dump_free, fsx_binary, fuse_mount,
-                   fuse_view, get_attr, manifest, modify_tree, mount_rw,
-                   renameat2, set_attr, write_tree)
+                   fuse_view, get_attr, manifest, model_tree, model_view,
+                   modify_tree, mount_rw, renameat2, set_attr, write_tree)
 
 X = WRITE_DRIVER
 
@@ -173,15 +173,20 @@ def fsx_1m_clusters_4k_sectors():
 
 # --- cross-driver -------------------------------------------------------------
 
-def check_by_intree_and_fuse(dev, want, what):
+def check_by_intree_and_fuse(dev, want, what, model):
     """The volume, fsck-clean, reads as manifest `want` under the in-tree
     driver (all fields) and under exfat-fuse (FUSE_FIELDS; contents past
-    ValidDataLength excepted, see wtree.FUSE_FIELDS)."""
+    ValidDataLength excepted, see wtree.FUSE_FIELDS); and its names, sizes
+    and contents under the in-tree driver are those of `model`
+    (wtree.model_tree(): the same operations on tmpfs), so that the
+    driver under test is not the only source of what is expected."""
     fsck_clean(dev)
     with mount(dev, driver="intree", opts="ro") as mnt:
         intree = manifest(mnt)
         data = {rel: read(f"{mnt}/{rel}") for rel, e in intree.items()
                 if "sha256" in e}
+    compare(model, model_view(intree), "the model (tmpfs)", "in-tree",
+            ("type", "size", "sha256"))
     compare(want, intree, what, "in-tree")
     with fuse_mount(dev) as mnt:
         fuse = manifest(mnt, attrs=False)
@@ -216,7 +221,8 @@ def cross_written_and_modified():
             write_tree(mnt, cluster)
             modify_tree(mnt, cluster)
             want = manifest(mnt)
-        got = check_by_intree_and_fuse(img.dev, want, X)
+        got = check_by_intree_and_fuse(img.dev, want, X,
+                                       model_tree(cluster))
         assert_true(len(got) > 80, f"only {len(got)} entries")
 
 
@@ -235,7 +241,7 @@ def cross_intree_tree_modified():
             modify_tree(mnt, cluster,
                         chmod_clears_ro=EXPECT["chmod_clears_disk_readonly"])
             want = manifest(mnt)
-        check_by_intree_and_fuse(img.dev, want, X)
+        check_by_intree_and_fuse(img.dev, want, X, model_tree(cluster))
 
 
 # --- namespace stress -----------------------------------------------------------
@@ -1208,7 +1214,7 @@ def mkdir_flushes_batched():
 def _make_two_fats(dev, active, media_failure):
     """Turn a fresh mkfs.exfat volume into one with NumberOfFats = 2: a
     copy of the FAT after the first, a second allocation bitmap (its
-    clusters marked in both), ActiveFat and MediaFailure as asked, both
+    clusters chained in both FATs and marked in both bitmaps), ActiveFat and MediaFailure as asked, both
     boot regions rewritten with their checksum.  Returns the geometry."""
     import struct
 
@@ -1223,8 +1229,9 @@ def _make_two_fats(dev, active, media_failure):
                     f"room for a second FAT: {fat_off}+2*{fat_len} <= {heap}")
         nbm = -(-v.bitmap_len // v.clu)
         bm2 = v.free_clusters(nbm)
-        for c in bm2:
+        for i, c in enumerate(bm2):
             v.set_in_use(c)
+            v.set_fat(c, bm2[i + 1] if i + 1 < nbm else rawfs.EOC)
         bitmap = v.read(v.clu_off(v.bitmap_clu), v.bitmap_len)
         v.write(v.clu_off(bm2[0]), bitmap)
         fat = v.read(fat_off * sect, fat_len * sect)
@@ -1257,7 +1264,9 @@ def two_fats_use_active_only():
     names are the ones used; the inactive pair is stale by the
     specification and left byte for byte as it was; ActiveFat and
     MediaFailure survive mount, writes and unmount; files written read
-    back after a remount, and statfs agrees with the active bitmap."""
+    back after a remount, statfs agrees with the active bitmap, and
+    xcheck.py finds the chains of the active FAT and the active bitmap
+    consistent."""
     for active in (1, 0):
         with Image(size_mb=16, cluster=4096, fsck=False) as img:
             g = _make_two_fats(img.dev, active, media_failure=True)
@@ -1300,3 +1309,6 @@ def two_fats_use_active_only():
                 st = os.statvfs(mnt)
                 assert_eq(st.f_blocks - st.f_bfree, used,
                           "used clusters = bits set in the active bitmap")
+            # an independent reader: the strict checker walks the chains
+            # through the active FAT against the active bitmap
+            xcheck_clean(img.dev)

@@ -22,20 +22,27 @@ run's output directory.
 API
   test(timeout=120, writes=True, expect=None)
         decorator registering a test.  writes=True: every Image the test
-        creates is checked with fsck_clean() when its `with` block ends
-        normally.  expect='timeout'|'splat' is for harness self-tests only:
-        the test passes iff the harness fails it for that reason.
+        creates is checked with fsck_clean() (fsck.exfat -n and the
+        strict checker xcheck.py) when its `with` block ends
+        normally.  expect='timeout'|'splat'|'leak'|'fail:TEXT' is for
+        harness self-tests only: the test passes iff the harness fails it
+        for that reason alone ('leak': something left behind, such as a
+        mount; 'fail:TEXT': the test raised, with TEXT in its reason).
   TestFailure
         exception meaning "the test failed"; its text is the reason.
   sh(cmd, check=True, input=None, timeout=None) -> CompletedProcess
         run a shell command (input: str for its stdin), capture stdout and
         stderr as str; raise TestFailure (with the output) on a non-zero
         exit when check, or when it runs longer than timeout seconds.
-  Image(size_mb=64, cluster=None, sector=512, label=None, mkfs=True, fsck=None)
-        context manager: sparse file under /tmp on a loop device
+  Image(size_mb=64, cluster=None, sector=512, label=None, mkfs=True,
+        fsck=None, stale=None)
+        context manager: file under /tmp on a loop device
         (sector=4096 -> 4 KiB logical sectors), mkfs.exfat'ed unless
         mkfs=False (cluster: bytes or "32K", passed to mkfs.exfat -c;
-        label: -L); attributes .dev, .path.  On exit: unmounts what is
+        label: -L); with stale (default: mkfs and size_mb <= 128) the
+        file is first filled with a non-zero pattern, so that every free
+        cluster holds stale data, else it is sparse; attributes .dev,
+        .path.  On exit: unmounts what is
         mounted from .dev, fsck_clean() if fsck (default: the test's
         writes flag) and the block exited normally, detaches and deletes.
   use_driver(which)
@@ -48,8 +55,14 @@ API
   umount(mnt)
         unmount, raising TestFailure on failure.
   fsck_clean(dev)
-        fsck.exfat -n must report a clean volume and the boot sector's
-        VolumeDirty flag must be clear; raise TestFailure with the output.
+        fsck.exfat -n must report a clean volume, the boot sector's
+        VolumeDirty flag must be clear, and xcheck_clean(dev); raise
+        TestFailure with the output.
+  xcheck_clean(dev)
+        the strict checker tests/guest/xcheck.py must find nothing: bitmap
+        against chains (leaks, lost and shared clusters), chain lengths,
+        SetChecksum, NameHash, names equal through the up-case table,
+        directory ValidDataLength, boot region checksums and backup.
   assert_eq(a, b, msg=''), assert_true(cond, msg=''), fail(msg)
         raise TestFailure with a readable message.
   expect_errno(err, fn, *args, **kwargs)
@@ -67,6 +80,7 @@ API
 import collections
 import errno as _errno
 import os
+import random
 import re
 import subprocess
 
@@ -100,8 +114,10 @@ current = None      # the Test running in this process (set by runner.py)
 
 def test(timeout=120, writes=True, expect=None):
     """Register the decorated function as a test (see module doc)."""
-    if expect not in (None, "timeout", "splat"):
-        raise ValueError("expect must be None, 'timeout' or 'splat'")
+    if expect not in (None, "timeout", "splat", "leak") and \
+            not (expect or "").startswith("fail:"):
+        raise ValueError("expect must be None, 'timeout', 'splat', 'leak' "
+                         "or 'fail:TEXT'")
 
     def deco(func):
         mod = func.__module__.rsplit(".", 1)[-1]
@@ -254,21 +270,52 @@ def fsck_clean(dev):
     flags = int.from_bytes(boot[106:108], "little")
     if boot[3:11] == b"EXFAT   " and flags & 2:
         raise TestFailure(f"{dev}: VolumeDirty still set after unmount\n{out}")
+    xcheck_clean(dev)
+
+
+def xcheck_clean(dev):
+    """Require the strict checker (tests/guest/xcheck.py) to find dev
+    clean."""
+    import xcheck
+    problems = xcheck.check(dev)
+    if problems:
+        more = f"\n... {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise TestFailure(f"xcheck.py {dev}:\n" + "\n".join(problems[:20]) +
+                          more)
+
+
+# Images up to this size hold stale data in every free cluster: the image
+# is filled with a non-zero pattern before mkfs.exfat (which writes only
+# its metadata), as if every cluster had held a deleted file.  A "reads
+# as zero" check then fails if the driver shows what is on the disk.
+STALE_MAX_MB = 128
+
+
+def _fill_stale(fd, size_mb):
+    block = bytearray(random.Random(size_mb).randbytes(1 << 20))
+    for i in range(size_mb):
+        block[:8] = (i | 0x5A5A << 48).to_bytes(8, "little")
+        os.pwrite(fd, block, i << 20)
 
 
 class Image:
-    """with Image(size_mb, cluster, sector, label, mkfs, fsck) as img: ..."""
+    """with Image(size_mb, cluster, sector, label, mkfs, fsck, stale) as
+    img: ..."""
 
     def __init__(self, size_mb=64, cluster=None, sector=512, label=None,
-                 mkfs=True, fsck=None):
+                 mkfs=True, fsck=None, stale=None):
         self.size_mb, self.cluster, self.sector = size_mb, cluster, sector
         self.label, self.do_mkfs = label, mkfs
         self.fsck = fsck
+        self.stale = stale if stale is not None else (
+            mkfs and size_mb <= STALE_MAX_MB)
         self.path = self.dev = None
 
     def __enter__(self):
         fd, self.path = _mkstemp()
         os.ftruncate(fd, self.size_mb << 20)
+        if self.stale:
+            _fill_stale(fd, self.size_mb)
         os.close(fd)
         ss = f"--sector-size {self.sector} " if self.sector != 512 else ""
         self.dev = sh(f"losetup -f --show {ss}{self.path}").stdout.strip()

@@ -312,7 +312,8 @@ def verdict(t, kinds, reasons):
     first = reasons[0].splitlines()[0] if reasons else ""
     if t.expect is None:
         return (not kinds, "; ".join(r.splitlines()[0] for r in reasons))
-    if kinds == {t.expect}:
+    kind, _, text = t.expect.partition(":")
+    if kinds == {kind} and text in (reasons[0] if reasons else ""):
         return True, f"expected failure detected: {first}"
     got = ", ".join(sorted(kinds)) or "a pass"
     return False, (f"self-test expected the harness to report '{t.expect}' "

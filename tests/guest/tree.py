@@ -8,6 +8,7 @@ mode, nlink, attr}}, compared across drivers with diff_manifests().
 import fcntl
 import hashlib
 import os
+import random
 import struct
 
 from lib import TestFailure
@@ -94,10 +95,14 @@ def diff_manifests(a, b, what_a="a", what_b="b", limit=20):
 
 
 def pattern(n, seed=0):
-    """n deterministic, non-repeating-ish bytes."""
-    block = hashlib.sha256(f"{seed}".encode()).digest() * 128   # 4 KiB
-    reps = n // len(block) + 1
-    return (block * reps)[:n]
+    """n bytes that are a function of (seed, offset) and repeat nowhere:
+    4 KiB block j is drawn from a generator seeded with (seed, j), so a
+    block read from the wrong offset or the wrong file shows, and
+    pattern(m, seed) is a prefix of pattern(n, seed) for m < n."""
+    out = bytearray()
+    for j in range(-(-n // 4096)):
+        out += random.Random(f"{seed}/{j}").randbytes(4096)
+    return bytes(out[:n])
 
 
 def write_file(path, n, seed=0):

@@ -28,9 +28,14 @@ get_attr(path), set_attr(path, attr), ATTR_*
 fsx_binary(), io_verify_binary() -> path of tests/tools/fsx-lite or
         io-verify, built into /tmp by the guest's gcc if the prebuilt one
         is missing or older than its source (tool_binary(name, libs)).
-write_tree(mnt, cluster), modify_tree(mnt, cluster)
+write_tree(mnt, cluster, meta=True), modify_tree(mnt, cluster, meta=True)
         build a rich tree, then change it with every kind of namespace and
-        data operation (both used by the cross-driver tests).
+        data operation (both used by the cross-driver tests); meta=False
+        leaves out attributes, modes and times, to build the same tree on
+        another file system as a model.
+model_tree(cluster, modify=True) -> manifest (type, size, sha256) of
+        that tree built on tmpfs: what the exFAT volume must hold,
+        computed without any exFAT driver.
 """
 
 import ctypes
@@ -367,15 +372,19 @@ TIMES = [(1234567890_000000000, 1300000000_990000000),
          (1700000001_000000000, 1700000001_010000000)]
 
 
-def write_tree(mnt, cluster):
+def write_tree(mnt, cluster, meta=True):
     """A rich tree: sizes around the cluster size, every kind of name,
-    nesting, fragmented files, attributes, set times, read-only files."""
+    nesting, fragmented files, attributes, set times, read-only files.
+    meta=False: names and data only (no attributes, modes or times), for
+    a model of the tree on another file system (names through
+    model_name())."""
     for i, n in enumerate([0, 1, 511, 512, cluster - 1, cluster,
                            cluster + 1, 3 * cluster + 5, 200000]):
         write_file(f"{mnt}/size-{n}", n, seed=i)
     os.mkdir(f"{mnt}/names")
+    nm = str if meta else model_name
     for i, name in enumerate(NAMES):
-        write_file(f"{mnt}/names/{name}", 97 * i + 3, seed=100 + i)
+        write_file(f"{mnt}/names/{nm(name)}", 97 * i + 3, seed=100 + i)
     d = mnt
     for depth in range(5):
         d = f"{d}/level{depth}"
@@ -393,17 +402,22 @@ def write_tree(mnt, cluster):
                        ("hs", ATTR_HIDDEN | ATTR_SYSTEM),
                        ("none", 0), ("archive", ATTR_ARCHIVE)):
         write_file(f"{mnt}/attrs/{name}", 10)
-        set_attr(f"{mnt}/attrs/{name}", attr)
+        if meta:
+            set_attr(f"{mnt}/attrs/{name}", attr)
     write_file(f"{mnt}/attrs/readonly", 10)
-    os.chmod(f"{mnt}/attrs/readonly", 0o555)
+    if meta:
+        os.chmod(f"{mnt}/attrs/readonly", 0o555)
     os.mkdir(f"{mnt}/attrs/hidden-dir")
-    set_attr(f"{mnt}/attrs/hidden-dir", ATTR_HIDDEN)
+    if meta:
+        set_attr(f"{mnt}/attrs/hidden-dir", ATTR_HIDDEN)
     os.mkdir(f"{mnt}/times")
     for i, (at, mt) in enumerate(TIMES):
         write_file(f"{mnt}/times/t{i}", i)
-        os.utime(f"{mnt}/times/t{i}", ns=(at, mt))
+        if meta:
+            os.utime(f"{mnt}/times/t{i}", ns=(at, mt))
     os.mkdir(f"{mnt}/times/dir")
-    os.utime(f"{mnt}/times/dir", ns=TIMES[0])
+    if meta:
+        os.utime(f"{mnt}/times/dir", ns=TIMES[0])
     os.mkdir(f"{mnt}/empty")
 
 
@@ -412,10 +426,11 @@ def _append(path, n, seed):
         f.write(pattern(n, seed))
 
 
-def modify_tree(mnt, cluster, chmod_clears_ro=True):
+def modify_tree(mnt, cluster, chmod_clears_ro=True, meta=True):
     """Every kind of change to a tree made by write_tree().
     chmod_clears_ro=False: clear the read-only attribute of a file loaded
-    from disk with the ioctl, not chmod (works around an in-tree bug)."""
+    from disk with the ioctl, not chmod (works around an in-tree bug).
+    meta=False: as for write_tree()."""
     # renames: same directory, across directories, of directories,
     # over an existing file, case-only
     os.rename(f"{mnt}/size-1", f"{mnt}/size-1-renamed")
@@ -424,8 +439,9 @@ def modify_tree(mnt, cluster, chmod_clears_ro=True):
     os.rename(f"{mnt}/size-511", f"{mnt}/size-0")            # replaces
     os.rename(f"{mnt}/names/plain.txt", f"{mnt}/names/PLAIN.TXT")
     os.rename(f"{mnt}/empty", f"{mnt}/Empty")
+    nm = str if meta else model_name
     os.rename(f"{mnt}/many/entry-07-mmmmmmm",
-              f"{mnt}/many/" + "\u65e5\u672c" * 60)           # longer set
+              f"{mnt}/many/" + nm("\u65e5\u672c" * 60))       # longer set
     os.rename(f"{mnt}/many/entry-30-mmmmm", f"{mnt}/many/s")  # shorter set
     # appends, within and across cluster boundaries
     _append(f"{mnt}/size-{cluster - 1}", 1, 600)
@@ -457,7 +473,12 @@ def modify_tree(mnt, cluster, chmod_clears_ro=True):
     for i in range(10):
         write_file(f"{mnt}/many/new-{i}", i * 300, seed=700 + i)
     write_file(f"{mnt}/new-dir/sub/file", 3 * cluster, seed=710)
-    # attributes and times
+    if meta:
+        _modify_meta(mnt, chmod_clears_ro)
+
+
+def _modify_meta(mnt, chmod_clears_ro):
+    """modify_tree()'s changes of attributes, modes and times."""
     set_attr(f"{mnt}/attrs/hidden", ATTR_SYSTEM | ATTR_ARCHIVE)
     set_attr(f"{mnt}/attrs/none", ATTR_HIDDEN)
     set_attr(f"{mnt}/names/moved-512", ATTR_HIDDEN | ATTR_SYSTEM)
@@ -469,3 +490,36 @@ def modify_tree(mnt, cluster, chmod_clears_ro=True):
     os.utime(f"{mnt}/times/t1", ns=TIMES[3])
     os.utime(f"{mnt}/new-dir", ns=TIMES[2])
     os.utime(f"{mnt}/size-0", ns=TIMES[0])
+
+
+def model_tree(cluster, modify=True):
+    """The manifest (type, size, sha256) of write_tree() (and
+    modify_tree()) done on tmpfs, with no exFAT driver involved."""
+    root = "/tmp/exfat2-model"
+    sh(f"rm -rf {root}; mkdir -p {root}")
+    try:
+        write_tree(root, cluster, meta=False)
+        if modify:
+            modify_tree(root, cluster, meta=False)
+        return model_view(manifest(root, attrs=False))
+    finally:
+        sh(f"rm -rf {root}")
+
+
+def model_name(name):
+    """A name as model_tree() keeps it: exFAT takes 255 UTF-16 units, the
+    file systems a model can live on 255 bytes of UTF-8."""
+    if len(name.encode("utf-8", "surrogatepass")) <= 255:
+        return name
+    return "long-" + hashlib.sha256(name.encode("utf-8",
+                                                "surrogatepass")).hexdigest()
+
+
+def model_view(m):
+    """What model_tree() knows of a manifest: files' type, size, sha256;
+    directories' type (their sizes are each file system's own); names
+    through model_name()."""
+    return {"/".join(map(model_name, k.split("/"))):
+            {f: v[f] for f in ("type", "size", "sha256") if f in v and
+             not (f == "size" and stat.S_ISDIR(v["type"]))}
+            for k, v in m.items()}
