@@ -33,7 +33,12 @@ run_batch() returns a Summary; Summary.problems lists what must fail a
 test: an image whose child did not finish in time (a hang: its kernel
 stack is in the log), a refused mount without a reason line or with more
 than one error line, a kernel splat seen in the kernel log, something left
-mounted or attached, or an unmodified base refused.  Standalone, in the VM:
+mounted or attached, an unmodified base refused or failing an operation
+or not clean for the strict checker (tests/guest/xcheck.py) before or
+after the driver wrote to it, a volume the driver cannot mount again
+after its own read-write session, and (run_batch(strict=True)) an image
+clean for xcheck.py before the read-write session and not after it,
+leaked clusters aside where the driver reported corruption.  Standalone, in the VM:
 
     python3 -B tests/guest/fuzz.py [--count 100] [--start 1] [--seeds 1-20,33]
         [--timeout 60] [--max-time SECONDS] [--driver ours|intree]
@@ -69,6 +74,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import corrupt  # noqa: E402
 import lib  # noqa: E402
+import xcheck  # noqa: E402
 
 # How each driver's kernel lines start (then "loopN): ").
 PREFIX = {"ours": "exfat2 (", "intree": "exFAT-fs ("}
@@ -759,11 +765,16 @@ class Job:
 
 
 def run_batch(seeds, driver="ours", timeout=60, log=print, keep=None,
-              workdir=WORKDIR, controls=True, max_time=None):
+              workdir=WORKDIR, controls=True, max_time=None, strict=False):
     """Mount and use the image of each seed; return a Summary.
 
-    controls: first run every base unmodified; the op:errno pairs seen
-    there are driver bugs, listed apart and not counted as errors.
+    controls: first run every base unmodified; an operation failing there
+    is a problem (and the op:errno pair is not counted as an error of the
+    corrupted images).
+    strict: an image the strict checker (xcheck.py) finds clean before
+    the driver mounts it must be clean after the driver changed it, but
+    for leaked clusters where the driver reported corruption (costs two
+    checks an image; controls are always checked).
     keep: a directory where the image and log of every problem seed go,
     with results.jsonl (one record per image) and summary.txt."""
     seeds = list(seeds)
@@ -776,7 +787,8 @@ def run_batch(seeds, driver="ours", timeout=60, log=print, keep=None,
         f"({', '.join(bases)}), driver {driver}")
     summ = Summary(seeds)
     ctx = {"kmsg": Kmsg(), "log": log, "keep": keep, "timeout": timeout,
-           "img_path": os.path.join(workdir, "cur-%s.img"), "jl": None}
+           "img_path": os.path.join(workdir, "cur-%s.img"), "jl": None,
+           "strict": strict}
     if keep:
         os.makedirs(keep, exist_ok=True)
         ctx["jl"] = open(os.path.join(keep, "results.jsonl"), "w")
@@ -836,6 +848,11 @@ def _run_job(job, ctx, summ, control=False):
         os.ftruncate(fd, len(job.img))
     finally:
         os.close(fd)
+    strict = control or ctx["strict"]
+    pre = xcheck.check(path) if strict else None
+    if control and pre:
+        summ.problem(label, f"the unmodified base is not clean for "
+                     f"xcheck.py: {pre[:3]}")
     kmsg.read()
     kmsg_write(job.desc)
     job.dev = loop_attach(path, job.base.sector)
@@ -876,6 +893,9 @@ def _run_job(job, ctx, summ, control=False):
     verdict = "?"
     if res is not None:
         verdict = _account(job, res, summ, problems, control)
+        if pre == [] and not left and "rw" in res and \
+                not res["rw"].get("errno"):
+            problems += _strict_after(path, res)
     if not control:
         summ.images += 1
         summ.image_secs.append(secs)
@@ -899,6 +919,21 @@ def _run_job(job, ctx, summ, control=False):
             f.write(json.dumps(rec, indent=1) + "\n" + stack + "\n" +
                     "\n".join(t for _, _, t in recs) + "\n")
     return stop
+
+
+def _strict_after(path, res):
+    """Problems of an image that was clean for xcheck.py before the driver
+    mounted it read-write: it must be clean now, leaked clusters aside
+    when the driver reported corruption (<= KERN_ERR lines)."""
+    reported = any(m[:3] in ("<0>", "<1>", "<2>", "<3>")
+                   for m in res.get("msgs", []))
+    post = [p for p in xcheck.check(path)
+            if not (reported and "(leak)" in p)]
+    if not post:
+        return []
+    return [f"clean for xcheck.py before, not after the driver changed it"
+            f"{' (corruption reported)' if reported else ''}: "
+            + "; ".join(post[:3])]
 
 
 def _account(job, res, summ, problems, control):
@@ -936,10 +971,9 @@ def _account(job, res, summ, problems, control):
             summ.again_refused[f"{again['errno']}: " + (
                 norm_reason(reasons[0]) if reasons else
                 "(no reason line)")] += 1
-        if len(reasons) != 1:
-            problems.append(f"mount after the read-write session refused "
-                            f"({again['errno']}) with {len(reasons)} error "
-                            f"lines: {reasons}")
+        problems.append(f"the driver cannot mount the volume after its "
+                        f"own read-write session ({again['errno']}): "
+                        f"{reasons}")
     for k in ("umount_ro", "umount_rw", "umount_again"):
         if res.get(k):
             problems.append(f"{k} failed: {res[k]}")
@@ -949,6 +983,9 @@ def _account(job, res, summ, problems, control):
             summ.baseline[k] += 1
         verdict = "ok" if not by_op else \
             "errors " + ", ".join(f"{k} {v}" for k, v in by_op.items())
+        if by_op:
+            problems.append(f"operations failed on the unmodified image: "
+                            f"{verdict}")
         summ.controls.append((job.label.split(":", 1)[1], verdict))
         return verdict
     errs = collections.Counter()
