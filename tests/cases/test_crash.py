@@ -6,8 +6,9 @@ fsck.exfat -n and mount.  The harness is tests/guest/crashlib.py (its doc
 says exactly what is required) and tests/guest/replaylog.py.
 
 Short forms (in make check, driver under test = exfat2):
-  crash:replay_short   2 replays (512 B and 4 KiB clusters), a few hundred
-                       flush points
+  crash:replay_short   3 replays (512 B and 4 KiB clusters on 512 B
+                       sectors, 4 KiB on 4 KiB sectors), a few hundred
+                       flush points; names up to 210 characters
   crash:unplug_short   10 unplugs at random moments; a torn entry set is
                        a failure (exfat2 places sets inside a sector:
                        write-ordering rule 7); for the in-tree driver,
@@ -35,7 +36,8 @@ import sys
 import time
 
 import crashlib
-from lib import Image, assert_eq, assert_true, fail, log, mount, sh, test
+from lib import (Image, assert_eq, assert_true, fail, log, mount, note, sh,
+                 test)
 from tree import write_file
 
 _FILTERS = [a for a in sys.argv[1:] if not a.startswith("-")]
@@ -46,7 +48,7 @@ def _asked(word):
 
 
 # (cluster, sector, operations) of each replay run; run i has seed base + i.
-REPLAY_SHORT = [(512, 512, 250), (4096, 512, 250)]
+REPLAY_SHORT = [(512, 512, 250), (4096, 512, 250), (4096, 4096, 150)]
 REPLAY_LONG = [(512, 512, 700), (4096, 512, 700), (4096, 4096, 700),
                (32768, 512, 700)]
 UNPLUG_OPS = 60
@@ -56,6 +58,9 @@ def _finish(name, results):
     crashlib.save(name, results)
     text, hard = crashlib.summary(results)
     log(text)
+    pts = sum(r.get("flush_points") or 0 for r in results)
+    note(f"{pts} flush points, "
+         f"{sum(r.get('soft', 0) for r in results)} soft")
     if hard:
         fail(f"{hard} crash-consistency failures:\n{text}")
 

@@ -70,6 +70,8 @@ API
         returns the exception.
   log(msg)
         print msg to the test's log and into the kernel log (dmesg).
+  note(text)
+        show text on the test's PASS line in the results.
   name_to_handle(path), open_by_handle(mnt, handle, flags=O_RDONLY)
         the file handle syscalls (NFS export).
   REPO, OUT, OURS_KO
@@ -129,6 +131,14 @@ def test(timeout=120, writes=True, expect=None):
         REGISTRY.append(Test(func, name, timeout, writes, expect))
         return func
     return deco
+
+
+def note(text):
+    """Show text on the test's PASS line (e.g. a count of soft findings)."""
+    path = getattr(current, "notepath", None)
+    if path:
+        with open(path, "a") as f:
+            f.write(text.replace("\n", " ") + "\n")
 
 
 def log(msg):

@@ -231,7 +231,8 @@ def run_test(t, kmsg, logdir):
     safe = re.sub(r"[^A-Za-z0-9_.-]", ".", t.name)
     logpath = os.path.join(logdir, safe + ".log")
     reasonpath = f"/tmp/exfat2-runner-{safe}.reason"
-    for p in (logpath, reasonpath):
+    t.notepath = f"/tmp/exfat2-runner-{safe}.note"
+    for p in (logpath, reasonpath, t.notepath):
         if os.path.exists(p):
             os.unlink(p)
     kmsg.read()
@@ -394,6 +395,10 @@ def main(argv):
             ok, note = verdict(t, kinds, reasons)
             if stuck:
                 stopped = f"the run stopped after {t.name} got stuck"
+        if ok and not note and getattr(t, "notepath", None) and \
+                os.path.exists(t.notepath):
+            with open(t.notepath) as f:         # lib.note()
+                note = "; ".join(f.read().split("\n")).strip("; ")
         if ok:
             line = f"PASS {t.name} ({secs:.1f}s)" + (
                 f" [{note}]" if note else "")
