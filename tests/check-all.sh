@@ -107,18 +107,21 @@ if [ "${DEBUG:-1}" != 0 ]; then
 
 		# 4. Debug pass
 		start=$(date +%s)
-		sel=()
+		# DEBUG_TESTS less DEBUG_SKIP, narrowed by the user's filters
+		# (runner.py: "+F" narrows, "!F" excludes)
+		sel=("${DEBUG_TESTS[@]}")
 		if [ ${#filters[@]} -eq 0 ]; then
-			sel=("${DEBUG_TESTS[@]}")
+			sel+=("${DEBUG_SKIP[@]}")
 		else
 			for f in "${filters[@]}"; do
-				for d in "${DEBUG_TESTS[@]}"; do
-					case "$f" in "$d"*) sel+=("$f"); break ;; esac
-				done
+				case "$f" in
+				'!'*) sel+=("$f") ;;
+				*) sel+=("+$f") ;;
+				esac
 			done
 		fi
-		[ ${#filters[@]} -gt 0 ] || sel+=("${DEBUG_SKIP[@]}")
-		if [ ${#sel[@]} -gt 0 ]; then
+		if [ -n "$(python3 -B "$here/guest/runner.py" --list \
+				--no-selftest "${sel[@]}")" ]; then
 			echo "=== phase debug: ${sel[*]} under the debug kernel"
 			# the whole VM's limit: about 2,500 s of work on a quiet
 			# host, each test bounded by its own (scaled) timeout

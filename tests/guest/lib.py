@@ -410,6 +410,17 @@ class Kmsg:
 KMEMLEAK = "/sys/kernel/debug/kmemleak"
 
 
+def kmemleak_built_in():
+    """Whether the running kernel has kmemleak compiled in (enabled or
+    not): its functions are in /proc/kallsyms."""
+    try:
+        with open("/proc/kallsyms") as f:
+            return any(line.rstrip().endswith(" kmemleak_alloc")
+                       for line in f)
+    except OSError:
+        return False
+
+
 def kmemleak_report():
     """On a kernel with kmemleak: scan (twice, since objects younger than
     ~5 s are not reported yet) and return what it reports ("" if
