@@ -87,12 +87,15 @@ def listing(d):
 
 # --- fsx-lite ---------------------------------------------------------------
 
-def run_fsx(cluster, sector, seeds, size_mb=64, remount_run=False):
+def run_fsx(cluster, sector, seeds, size_mb=64, remount_run=False,
+            dio_align=4096):
     """fsx-lite on len(seeds) files at once, then each file compared with
     the model fsx-lite saved: after a remount with the driver under test
     and under the in-tree driver.  remount_run: one more file, alone, with
-    a remount every 1000 operations."""
+    a remount every 1000 operations.  O_DIRECT is done at dio_align (and
+    must work: fsx-lite fails otherwise)."""
     fsx = fsx_binary()
+    fsx_args = FSX_ARGS + ["-A", str(dio_align)]
     models = []
     with Image(size_mb=size_mb, cluster=cluster, sector=sector) as img:
         with mount_rw(img.dev) as mnt:
@@ -101,7 +104,7 @@ def run_fsx(cluster, sector, seeds, size_mb=64, remount_run=False):
                 model = f"/tmp/fsx-model-{os.getpid()}-{i}"
                 models.append((f"fsx-{i}", model))
                 args = [fsx, "-S", str(seed), "-N", str(FSX_OPS)] + \
-                    FSX_ARGS + ["-s", model, f"{mnt}/fsx-{i}"]
+                    fsx_args + ["-s", model, f"{mnt}/fsx-{i}"]
                 log(" ".join(args))
                 procs.append(subprocess.Popen(
                     args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -129,7 +132,7 @@ def run_fsx(cluster, sector, seeds, size_mb=64, remount_run=False):
             with mount_rw(img.dev) as mnt:
                 cmd = (f"umount {mnt} && mount -t exfat {img.dev} {mnt}")
                 args = [fsx, "-S", str(seed), "-N", str(FSX_OPS)] + \
-                    FSX_ARGS + ["-m", "1000", "-M", cmd, "-s", model,
+                    fsx_args + ["-m", "1000", "-M", cmd, "-s", model,
                                 f"{mnt}/fsx-r"]
                 log(" ".join(args))
                 p = subprocess.run(args, capture_output=True,
@@ -153,9 +156,9 @@ def run_fsx(cluster, sector, seeds, size_mb=64, remount_run=False):
 
 @test(timeout=900)
 def fsx_512_clusters():
-    """fsx-lite, two files at once, 512 B clusters; files checked after a
-    remount by both drivers."""
-    run_fsx("512", 512, [5121, 5122])
+    """fsx-lite, two files at once, 512 B clusters, O_DIRECT aligned to
+    512 bytes; files checked after a remount by both drivers."""
+    run_fsx("512", 512, [5121, 5122], dio_align=512)
 
 
 @test(timeout=900)

@@ -13,8 +13,9 @@
  * zero, zero_keep (ZERO_RANGE), collapse, insert (COLLAPSE/INSERT_RANGE),
  * fsync, fdatasync, reopen.  Each fallocate mode and O_DIRECT is probed
  * once on a scratch file FILE.probe; what the file system does not support
- * (EOPNOTSUPP, or EINVAL for O_DIRECT, collapse and insert) is skipped and
- * reported on the "unsupported:" line.  A KEEP_SIZE mode that works inside
+ * (EOPNOTSUPP, or EINVAL for collapse and insert) is skipped and reported
+ * on the "unsupported:" line.  O_DIRECT at the -A alignment must work
+ * (exit status 2 if not) unless -D allows it to be missing.  A KEEP_SIZE mode that works inside
  * the file but gives EOPNOTSUPP past its end is only used inside the file
  * (reported as "mode(past EOF: EOPNOTSUPP)").  Any other error is fatal.
  *
@@ -94,6 +95,7 @@ static long drop_every;
 static long cmd_every;
 static const char *cmd;
 static int64_t dio_align = 4096;
+static bool dio_optional;		/* -D */
 static int verbose;
 static long log_tail = 200;
 static const char *save_path;
@@ -669,8 +671,9 @@ static void probe_direct_io(void)
 			close(pfd);
 		}
 		if (r != dio_align) {
-			if (errno != EINVAL)
-				die(2, "probing O_DIRECT: %s", strerror(errno));
+			if (errno != EINVAL || !dio_optional)
+				die(2, "probing O_DIRECT (alignment %" PRId64 "): %s",
+				    dio_align, strerror(errno));
 			enabled[OP_DREAD] = false;
 			enabled[OP_DWRITE] = false;
 			snprintf(unsupported + strlen(unsupported),
@@ -741,6 +744,8 @@ static void __attribute__((noreturn)) usage(void)
 "           falloc_keep punch zero zero_keep collapse insert fsync\n"
 "           fdatasync reopen\n"
 "  -A n     O_DIRECT alignment (default 4096)\n"
+"  -D       without O_DIRECT (EINVAL), skip dread and dwrite instead of\n"
+"           failing\n"
 "  -L n     operations shown from the log on failure (default 200)\n"
 "  -s path  at the end write the expected contents to path\n"
 "  -v       print every operation\n", stderr);
@@ -755,7 +760,7 @@ int main(int argc, char **argv)
 
 	for (op = 0; op < OP_NR; op++)
 		enabled[op] = true;
-	while ((c = getopt(argc, argv, "N:S:l:o:c:d:M:m:x:A:L:s:v")) != -1) {
+	while ((c = getopt(argc, argv, "N:S:l:o:c:d:M:m:x:A:DL:s:v")) != -1) {
 		switch (c) {
 		case 'N':
 			nops = parse_size(optarg);
@@ -784,6 +789,9 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			exclude(optarg);
+			break;
+		case 'D':
+			dio_optional = true;
 			break;
 		case 'A':
 			dio_align = parse_size(optarg);
