@@ -124,7 +124,7 @@ def _fill_and_empty(mnt):
 
 
 def _dmesg_has(text):
-    return text in sh("dmesg").stdout
+    return text in lib.dmesg_this_test()
 
 
 @test(timeout=300, writes=False)

@@ -8,8 +8,9 @@ import fcntl
 import os
 import struct
 
-from lib import (Image, assert_eq, assert_true, expect_errno, mount,
-                 name_to_handle, open_by_handle, sh, test, umount)
+from lib import (Image, assert_eq, assert_true, dmesg_this_test,
+                 expect_errno, mount, name_to_handle, open_by_handle, sh,
+                 test, umount)
 from tree import write_file
 
 FS_IOC_GETFSLABEL = 0x81009431
@@ -171,7 +172,7 @@ def remount_options():
             assert_true("errors=continue" in opts, opts)
             r = sh(f"mount -o remount,uid=1234 {mnt}", check=False)
             assert_true(r.returncode != 0, "uid change refused")
-            assert_true("uid" in sh("dmesg | tail -5").stdout,
+            assert_true("uid" in dmesg_this_test(),
                         "refusal explained")
             sh(f"mount -o remount,ro {mnt}")
             with open(img.dev, "rb") as f:

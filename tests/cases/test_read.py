@@ -10,8 +10,8 @@ import os
 import struct
 import time
 
-from lib import (Image, TestFailure, assert_eq, assert_true, expect_errno,
-                 log, mount, sh, test)
+from lib import (Image, TestFailure, assert_eq, assert_true,
+                 dmesg_this_test, expect_errno, log, mount, sh, test)
 from tree import (NAMES, diff_manifests, interleave, manifest, pattern,
                   write_file)
 
@@ -275,7 +275,7 @@ def bad_set_checksum():
             expect_errno(errno.EUCLEAN, os.stat, f"{mnt}/d/bravo-broken")
             with open(f"{mnt}/d/charlie", "rb") as f:
                 assert_eq(f.read(), pattern(100, 7), "sibling content")
-        assert_true("SetChecksum" in sh("dmesg | tail -20").stdout,
+        assert_true("SetChecksum" in dmesg_this_test(),
                     "the kernel log names the failed check")
 
 

@@ -70,6 +70,8 @@ API
         returns the exception.
   log(msg)
         print msg to the test's log and into the kernel log (dmesg).
+  dmesg_this_test()
+        the kernel log since the test began, to look for a message in.
   note(text)
         show text on the test's PASS line in the results.
   name_to_handle(path), open_by_handle(mnt, handle, flags=O_RDONLY)
@@ -149,6 +151,16 @@ def log(msg):
             k.write(f"<5>exfat2-test: {msg}\n")
     except OSError:
         pass
+
+
+def dmesg_this_test():
+    """The kernel log since this test began (the runner's "begin NAME"
+    line): what a test greps for a driver message, so that a message of
+    an earlier test cannot satisfy it.  "" if the line is gone."""
+    out = sh("dmesg").stdout
+    i = out.rfind(f"exfat2-test: begin {current.name}\n") if current \
+        else -1
+    return out[i:] if i >= 0 else ""
 
 
 def fail(msg):
