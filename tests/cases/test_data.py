@@ -174,6 +174,44 @@ def fsync_survives_shutdown():
                             "at the shutdown")
 
 
+@test(timeout=300)
+def remount_ro_writes_dirty_data():
+    """mount -o remount,ro with dirty data in the page cache (appends,
+    new files, a truncate up, none synced) writes it all: the disk as it
+    is right after the remount (a copy of the loop device's backing
+    file, taken while still mounted) holds every file, read by the
+    in-tree driver, with VolumeDirty clear."""
+    files = {f"n{i}": pattern(5000 * i + 17, 40 + i) for i in range(6)}
+    with Image(size_mb=32, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            write_file(f"{mnt}/grown", 3000, seed=50)
+            os.sync()
+            for name, data in files.items():
+                with open(f"{mnt}/{name}", "wb") as f:
+                    f.write(data)
+            with open(f"{mnt}/grown", "ab") as f:
+                f.write(pattern(70000, 51))
+            os.truncate(f"{mnt}/grown", 90000)
+            sh(f"mount -o remount,ro {mnt}")
+            with open(img.dev, "rb") as f:
+                flags = int.from_bytes(f.read(512)[106:108], "little")
+            assert_eq(flags & 2, 0, "VolumeDirty after remount,ro")
+            expect_errno(errno.EROFS, os.open, f"{mnt}/x",
+                         os.O_CREAT | os.O_WRONLY)
+            with open(img.path, "rb") as f:
+                cut = f.read()
+    files["grown"] = (pattern(3000, 50) + pattern(70000, 51) +
+                      bytes(90000 - 73000))
+    with Image(size_mb=32, mkfs=False) as snap:
+        with open(snap.dev, "r+b") as f:
+            f.write(cut)
+        with mount(snap.dev, driver="intree", opts="ro") as mnt:
+            for name, data in files.items():
+                with open(f"{mnt}/{name}", "rb") as f:
+                    assert_true(f.read() == data, f"in-tree, the disk "
+                                f"after remount,ro: {name}")
+
+
 @test(timeout=600, writes=True)
 def small_files_survive_sync():
     """Sizes and contents of many small files reach the disk whatever the
