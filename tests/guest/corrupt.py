@@ -384,8 +384,9 @@ def populate(img):
     # Enough room in the root for everything below; extend its chain with
     # clusters that are not next to its first one.
     need = max(2, (root.used + 12 * 3 + 20 + g.epc - 1) // g.epc)
-    w.alloc(1)              # a hole-maker: freed again below
-    extra = w.alloc(max(0, need - len(root.clusters)) + 1, "frag")[1:]
+    spare = w.alloc(1)      # a hole-maker: freed again at the end
+    extra = w.alloc(max(0, need - len(root.clusters)) + 1, "frag")
+    spare.append(extra.pop(0))
     root.clusters += extra
     w.link(root.clusters)
     for c in extra:
@@ -428,7 +429,9 @@ def populate(img):
     add_file(w, b, "CaseName.TXT", 1234, seed=300)
     add_file(w, b, "x.bin", 2 * C + 100, how="frag", seed=301)
     add_dir(w, root, "emptydir", 1, how="chain")
-    # PercentInUse as a writer would leave it (outside the checksum)
+    # the holes: free, now that everything is placed around them
+    for c in spare:
+        bitmap_put(w.img, w.bm_off, c, 0)
     return img
 
 

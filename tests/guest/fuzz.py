@@ -661,6 +661,7 @@ class Summary:
         self.secs = 0.0
         self.image_secs = []
         self.kmemleak = None                    # the scan's verdict, if run
+        self.strict_checked = 0     # images xcheck.py judged before/after
 
     def problem(self, seed, text):
         self.problems.append((seed, text))
@@ -675,6 +676,10 @@ class Summary:
                f"(max {max(self.image_secs, default=0):.1f}s)"]
         for name, verdict in self.controls:
             out.append(f"  control {name} (unmodified): {verdict}")
+        if self.strict_checked:
+            out.append(f"  clean for xcheck.py before the read-write "
+                       f"session, and checked after it: "
+                       f"{self.strict_checked} images")
         if self.baseline:
             out.append("  errors on unmodified images (driver bugs; not "
                        "counted below): " + ", ".join(
@@ -896,6 +901,7 @@ def _run_job(job, ctx, summ, control=False):
         if pre == [] and not left and "rw" in res and \
                 not res["rw"].get("errno"):
             problems += _strict_after(path, res)
+            summ.strict_checked += not control
     if not control:
         summ.images += 1
         summ.image_secs.append(secs)

@@ -39,6 +39,7 @@ Allocation with the clusters it owns), lone surrogates in names.
 """
 
 import array
+import os
 import struct
 import sys
 
@@ -56,6 +57,7 @@ MAX_REPORT = 40
 class Checker:
     def __init__(self, path):
         self.f = open(path, "rb")
+        self.size = self.f.seek(0, os.SEEK_END)    # files and devices
         self.problems = []
         self.owner = {}          # cluster -> owner description
 
@@ -63,6 +65,9 @@ class Checker:
         self.problems.append(msg)
 
     def read(self, off, n):
+        if off < 0 or n < 0 or off + n > self.size:
+            raise EOFError(f"{n} bytes at {off}: past the image's end "
+                           f"({self.size})")
         self.f.seek(off)
         data = self.f.read(n)
         if len(data) != n:
@@ -92,6 +97,9 @@ class Checker:
         if self.fat_len < (self.nclu + 2) * 4:
             raise ValueError(f"FAT of {self.fat_len} bytes for "
                              f"{self.nclu} clusters")
+        if self.heap_off + self.nclu * self.clu > self.size or \
+                self.fat_off + nfats * self.fat_len > self.size:
+            raise ValueError("FAT or cluster heap past the image's end")
         # ActiveFat (§3.1.13.1) picks the FAT and the bitmap in use
         self.active = flags & 1 if nfats == 2 else 0
         self.fat_off += self.active * self.fat_len
@@ -174,13 +182,16 @@ class Checker:
                     self.bad(f"{what}: chain loops")
                     break
                 c = nxt
+        shared = False
         for c in out:
             prev = self.owner.get(c)
             if prev is not None:
                 self.bad(f"cluster {c} in two chains: {prev} and {what}")
+                shared = True
             else:
                 self.owner[c] = what
-        return out
+        # a directory sharing clusters is not walked (it may be a cycle)
+        return [] if shared else out
 
     # -- directories -------------------------------------------------------
 
@@ -430,6 +441,8 @@ def check(path):
         return ck.run()
     except (ValueError, EOFError) as e:
         return ck.problems + [str(e)]
+    except (IndexError, MemoryError, RecursionError) as e:
+        return ck.problems + [f"cannot parse the volume: {e!r}"]
     finally:
         ck.f.close()
 
