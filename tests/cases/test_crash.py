@@ -59,8 +59,10 @@ def _finish(name, results):
     text, hard = crashlib.summary(results)
     log(text)
     pts = sum(r.get("flush_points") or 0 for r in results)
-    note(f"{pts} flush points, "
-         f"{sum(r.get('soft', 0) for r in results)} soft")
+    note((f"{pts} flush points" if pts else f"{len(results)} cuts") +
+         f", {sum(r.get('soft', 0) for r in results)} soft, "
+         f"{sum(r.get('states_intree', 0) for r in results)} read by "
+         "the in-tree driver too")
     if hard:
         fail(f"{hard} crash-consistency failures:\n{text}")
 

@@ -921,9 +921,14 @@ def repair_loses(dev, tree, pairs, mnt, opts="",
 class Checker:
     """Checks crash states of one device (fsck, ro mount, requirements)."""
 
-    def __init__(self, model, dev, mnt, run, driver_opts=""):
+    def __init__(self, model, dev, mnt, run, driver_opts="", driver=None,
+                 cross_every=0):
         self.model, self.dev, self.mnt, self.run = model, dev, mnt, run
         self.opts = driver_opts
+        # every cross_every-th state (and the last) is also read by the
+        # in-tree driver, whose view must be exfat2's (driver "ours")
+        self.driver, self.cross_every = driver, cross_every
+        self.crossed = 0
         self.failures = []
         self.checked = 0
         self.fscked = 0
@@ -973,6 +978,10 @@ class Checker:
             self.benign += 1
         if tree is None:
             return
+        if self.driver == "ours" and self.cross_every and \
+                (final or (self.checked - 1) % self.cross_every == 0):
+            self._cross(where, tree)
+            lap("in-tree")
         if verdict == "dup":
             self._dup(where, out, horizon, tree, reqs)
         for err in errors:
@@ -989,6 +998,33 @@ class Checker:
             if int.from_bytes(boot[106:108], "little") & 2:
                 self._fail(where, "final", "VolumeDirty set after a clean "
                            "unmount")
+
+    def _cross(self, where, tree):
+        """The state as the in-tree driver reads it must be exfat2's
+        view: the same names, the same bytes."""
+        self.crossed += 1
+        use_driver("intree")
+        try:
+            try:
+                sys_mount(self.dev, self.mnt, "", ro=True)
+            except OSError as e:
+                self._fail(where, "in-tree", f"mount: {e}")
+                return
+            try:
+                other, errors = walk(self.mnt)
+            finally:
+                sys_umount(self.mnt)
+        finally:
+            use_driver(self.driver)
+        diffs = [f"only for exfat2: {p}" for p in sorted(set(tree) -
+                                                         set(other))]
+        diffs += [f"only for the in-tree driver: {p}"
+                  for p in sorted(set(other) - set(tree))]
+        diffs += [f"{p}: contents differ" for p in sorted(set(tree) &
+                                                         set(other))
+                  if tree[p] != other[p]]
+        if diffs or errors:
+            self._fail(where, "in-tree", "; ".join((errors + diffs)[:8]))
 
     def _settled(self, e, horizon, reqs):
         """The sync point durable at this state that made e's last rename
@@ -1302,7 +1338,7 @@ def replay_run(driver, seed, cluster, nops, sector=512, size_mb=16,
         mark_idx = [i for i, _ in marks]
         reqs = Requirements(model)
         mi = 0                        # marks[:mi] are in reqs
-        chk = Checker(model, work, mnt, run)
+        chk = Checker(model, work, mnt, run, driver=driver, cross_every=40)
         changed = True
         last_cp = max((e.index for e in ents if e.is_checkpoint),
                       default=-1)
@@ -1330,6 +1366,7 @@ def replay_run(driver, seed, cluster, nops, sector=512, size_mb=16,
                           final=(e.index == last_cp), lap=lap)
                 changed = False
         res.update(flush_points=chk.checked, states_fscked=chk.fscked,
+                   states_intree=chk.crossed,
                    sync_points=len(model.syncs),
                    failures=[dict(f) for f in chk.failures],
                    hard=len(chk.hard()), soft=chk.soft, benign=chk.benign,
@@ -1474,13 +1511,13 @@ def unplug_run(driver, seed, cluster, nops, sector=512, size_mb=16,
         horizon = cut["end"]
         log(f"cut between ops {cut['start']} and {cut['end']}; "
             f"{reqs.count} sync points before it")
-        chk = Checker(model, data, mnt, run)
+        chk = Checker(model, data, mnt, run, driver=driver, cross_every=1)
         chk.torn_soft = soft_torn
         chk.check(f"cut between ops {cut['start']} and {cut['end']}", reqs,
                   horizon)
         res["notes"] = sorted(wl.notes)
         res.update(cut_start=cut["start"], cut_end=cut["end"],
-                   sync_points=reqs.count,
+                   sync_points=reqs.count, states_intree=chk.crossed,
                    failures=[dict(f) for f in chk.failures],
                    hard=len(chk.hard()), soft=chk.soft, benign=chk.benign,
                    total_s=round(time.monotonic() - t0, 1))
@@ -1542,6 +1579,8 @@ def summary(results):
                      + f"{r.get('sync_points', 0)} sync points, "
                      f"{h} failures, {r.get('soft', 0)} soft, "
                      f"{r.get('benign', 0)} benign fsck, "
+                     + (f"{r['states_intree']} read by the in-tree driver "
+                        "too, " if r.get("states_intree") else "") +
                      f"{r.get('total_s', '?')}s")
         for n in r.get("notes", []):
             lines.append(f"  note: {n}")
