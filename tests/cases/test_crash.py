@@ -402,3 +402,35 @@ def root_growth_zeroed_before_linked():
         for m in list(tmp.mounts):
             sh(f"umount {m}", check=False)
         tmp.close()
+
+
+@test(timeout=300, writes=False)
+def intree_view_judge_fails_on_purpose():
+    """The crash checker's in-tree comparison (Checker._cross) passes on
+    a volume both drivers read alike and fails on one they do not: a
+    name holding a lone surrogate, which the in-tree driver lists
+    without it."""
+    mnt = "/mnt/crash"
+    os.makedirs(mnt, exist_ok=True)
+    with Image(size_mb=16) as img:
+        for odd in (False, True):
+            with mount(img.dev) as m:
+                with open(f"{m}/plain", "wb") as f:
+                    f.write(b"same for both")
+                if odd:
+                    fd = os.open(os.fsencode(m) + b"/odd\xed\xb0\x80",
+                                 os.O_CREAT | os.O_WRONLY)
+                    os.close(fd)
+            crashlib.use_driver("ours")
+            crashlib.sys_mount(img.dev, mnt, ro=True)
+            try:
+                tree, errors = crashlib.walk(mnt)
+            finally:
+                crashlib.sys_umount(mnt)
+            assert_eq(errors, [], "exfat2 reads the volume")
+            chk = crashlib.Checker(None, img.dev, mnt, "self-test",
+                                   driver="ours", cross_every=1)
+            chk._cross("self-test", tree)
+            found = [f["detail"] for f in chk.failures]
+            log(f"lone surrogate {odd}: {found!a}")
+            assert_eq(bool(found), odd, f"in-tree comparison ({found!a})")

@@ -1016,12 +1016,12 @@ class Checker:
                 sys_umount(self.mnt)
         finally:
             use_driver(self.driver)
-        diffs = [f"only for exfat2: {p}" for p in sorted(set(tree) -
-                                                         set(other))]
-        diffs += [f"only for the in-tree driver: {p}"
+        diffs = [f"only for exfat2: {p!a}" for p in sorted(set(tree) -
+                                                           set(other))]
+        diffs += [f"only for the in-tree driver: {p!a}"
                   for p in sorted(set(other) - set(tree))]
-        diffs += [f"{p}: contents differ" for p in sorted(set(tree) &
-                                                         set(other))
+        diffs += [f"{p!a}: contents differ" for p in sorted(set(tree) &
+                                                           set(other))
                   if tree[p] != other[p]]
         if diffs or errors:
             self._fail(where, "in-tree", "; ".join((errors + diffs)[:8]))
