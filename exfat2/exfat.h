@@ -26,8 +26,10 @@
  *  1. VolumeDirty is set, with FUA, before the first metadata change, and
  *     cleared only by sync_fs/unmount once everything is written.
  *  2. Data before the metadata that exposes it: ValidDataLength on disk
- *     never covers page cache not yet written back; it moves up when the
- *     writeback completes (file.c, exfat_ioend_work).
+ *     never covers data that is not durable: it moves up over written
+ *     data only once a cache flush issued after the write completed has
+ *     completed (ei->data_gen, exfat_flushed_since; write_inode issues
+ *     that flush when none has come yet).
  *  3. Allocation before reference: an entry set naming clusters is written
  *     only after the FAT and bitmap that allocate them (exfat_sync_alloc);
  *     a new directory cluster is zero on disk, behind a cache flush,
@@ -178,6 +180,14 @@ struct exfat_sb_info {
 	struct mutex	vol_lock;
 	atomic_t	meta_dirtying;
 	atomic_t	meta_gen;
+	/*
+	 * Cache flushes are numbered (meta.c): flush_seq counts those
+	 * started, flush_done is the number of the latest one completed.  A
+	 * write that completed while flush_seq read N is durable once
+	 * flush_done > N (exfat_flushed_since).
+	 */
+	atomic64_t	flush_seq;
+	atomic64_t	flush_done;
 	u16		label[EXFAT_LABEL_MAX_LEN];
 	unsigned int	label_len;
 
@@ -242,6 +252,13 @@ struct exfat_inode_info {
 	u32		map_seq;
 	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
 	loff_t		disk_valid;	/* ValidDataLength last written to disk */
+	/*
+	 * sbi->flush_seq when a data write of this file last completed
+	 * (written under ioend_lock, at writeback and direct-write completion;
+	 * read with READ_ONCE): ValidDataLength on disk covers that data only
+	 * after a later flush (rule 2).
+	 */
+	u64		data_gen;
 	/*
 	 * Directories: where the next lookup starts, just after the last set
 	 * found, so that names looked up in directory order (ls -l, find,
@@ -417,6 +434,9 @@ void exfat_sector_lock(struct buffer_head *bh);
 void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh);
 int exfat_meta_check(struct super_block *sb);
 int exfat_meta_barrier(struct super_block *sb);
+int exfat_flush(struct super_block *sb);
+u64 exfat_flush_gen(struct super_block *sb);
+bool exfat_flushed_since(struct super_block *sb, u64 gen);
 int exfat_meta_write_all(struct super_block *sb);
 int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua);
 int exfat_sync_meta_durable(struct super_block *sb, struct buffer_head *bh);
@@ -611,6 +631,7 @@ umode_t exfat_make_mode(struct exfat_sb_info *sbi, u16 attr);
 int exfat_write_inode(struct inode *inode, struct writeback_control *wbc);
 void exfat_set_position(struct inode *inode, struct inode *dir, u32 eidx);
 int __exfat_write_inode(struct inode *inode, bool sync);
+int exfat_sync_valid_sizes(struct super_block *sb);
 int exfat_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		  struct iattr *attr);
 int exfat_update_time(struct inode *inode, int flags);

@@ -398,9 +398,11 @@ static int exfat_map_blocks(struct iomap_writepage_ctx *wpc,
 }
 
 /*
- * Writeback completion: finish the ioends in process context, then, if
- * ValidDataLength on disk lags behind, move it up over the data now on
- * disk (sync_fs waits for this work before writing the metadata).
+ * Writeback completion: finish the ioends in process context.  If
+ * ValidDataLength on disk lags behind, the inode is dirtied: the next
+ * write_inode moves it up over the data, once a cache flush has made the
+ * data durable (rule 2; one flush then serves every file written before
+ * it, instead of one per completion here).
  */
 void exfat_ioend_work(struct work_struct *work)
 {
@@ -419,7 +421,7 @@ void exfat_ioend_work(struct work_struct *work)
 				    blk_status_to_errno(ioend->io_bio.bi_status));
 	}
 	if (READ_ONCE(ei->valid_size) > READ_ONCE(ei->disk_valid))
-		__exfat_write_inode(&ei->vfs_inode, false);
+		mark_inode_dirty_sync(&ei->vfs_inode);
 }
 
 static void exfat_writeback_end_bio(struct bio *bio)
@@ -430,6 +432,9 @@ static void exfat_writeback_end_bio(struct bio *bio)
 	unsigned long flags;
 
 	spin_lock_irqsave(&ei->ioend_lock, flags);
+	/* the data is on the device, not yet durable: see rule 2 */
+	WRITE_ONCE(ei->data_gen,
+		   max(ei->data_gen, exfat_flush_gen(inode->i_sb)));
 	if (list_empty(&ei->ioend_list))
 		queue_work(EXFAT_SB(inode->i_sb)->ioend_wq, &ei->ioend_work);
 	list_add_tail(&ioend->io_list, &ei->ioend_list);
@@ -575,10 +580,16 @@ static int exfat_dio_write_end_io(struct kiocb *iocb, ssize_t size, int error,
 				  unsigned int flags)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
 	loff_t end = iocb->ki_pos + size;
+	unsigned long irqflags;
 
 	if (error || size <= 0)
 		return error;
+	spin_lock_irqsave(&ei->ioend_lock, irqflags);
+	WRITE_ONCE(ei->data_gen,
+		   max(ei->data_gen, exfat_flush_gen(inode->i_sb)));
+	spin_unlock_irqrestore(&ei->ioend_lock, irqflags);
 	if (end > i_size_read(inode)) {
 		i_size_write(inode, end);
 		mark_inode_dirty(inode);
@@ -830,6 +841,9 @@ int exfat_file_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 	 * metadata (the parent directory's entries and size), and a flush.
 	 */
 	err = file_write_and_wait_range(file, start, end);
+	/* its completion dirties the inode if ValidDataLength must move */
+	if (S_ISREG(inode->i_mode))
+		flush_work(&EXFAT_I(inode)->ioend_work);
 	if (!err)
 		err = sync_inode_metadata(inode, 1);
 	if (!err)

@@ -340,6 +340,18 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 		    filemap_range_needs_writeback(inode->i_mapping, old,
 						  valid - 1))
 			valid = min(old, size);
+		/*
+		 * Written is not durable: if no cache flush has come since
+		 * the file's last data write completed (usually the one of
+		 * exfat_sync_alloc() above, or one for another file has),
+		 * one now, before ValidDataLength moves up over it (rule 2).
+		 */
+		if (valid > old &&
+		    !exfat_flushed_since(sb, READ_ONCE(ei->data_gen))) {
+			err = exfat_flush(sb);
+			if (err)
+				goto out_free;
+		}
 		WRITE_ONCE(ei->disk_valid, valid);
 	}
 	st->flags = EXFAT_FLAG_ALLOC_POSSIBLE;
@@ -351,6 +363,7 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	st->size = cpu_to_le64(size);
 	st->valid_size = cpu_to_le64(valid);
 	err = exfat_put_entry_set(&it, es);
+out_free:
 	kfree(es);
 out:
 	err2 = exfat_dir_iter_release(&it);
@@ -361,6 +374,49 @@ out:
 int exfat_write_inode(struct inode *inode, struct writeback_control *wbc)
 {
 	return __exfat_write_inode(inode, wbc->sync_mode == WB_SYNC_ALL);
+}
+
+/**
+ * exfat_sync_valid_sizes - move ValidDataLength up over completed writeback
+ * @sb: the volume
+ *
+ * sync(2) writes each inode without waiting for its data writeback to
+ * complete first, so the entry sets it wrote keep ValidDataLength below
+ * the data still in flight then.  Once that writeback has completed (the
+ * caller has flushed the ioend work), write the sets of every file whose
+ * ValidDataLength lags; the first one flushes the cache (rule 2), the
+ * others find their data covered by that flush.
+ */
+int exfat_sync_valid_sizes(struct super_block *sb)
+{
+	struct inode *inode, *prev = NULL;
+	int err = 0, err2;
+
+	spin_lock(&sb->s_inode_list_lock);
+	list_for_each_entry(inode, &sb->s_inodes, i_sb_list) {
+		struct exfat_inode_info *ei = EXFAT_I(inode);
+
+		spin_lock(&inode->i_lock);
+		if ((inode->i_state & (I_FREEING | I_WILL_FREE | I_NEW)) ||
+		    !S_ISREG(inode->i_mode) ||
+		    READ_ONCE(ei->valid_size) <= READ_ONCE(ei->disk_valid)) {
+			spin_unlock(&inode->i_lock);
+			continue;
+		}
+		__iget(inode);
+		spin_unlock(&inode->i_lock);
+		spin_unlock(&sb->s_inode_list_lock);
+		/* the reference kept the previous inode on the list */
+		iput(prev);
+		prev = inode;
+		err2 = __exfat_write_inode(inode, true);
+		err = err ?: err2;
+		cond_resched();
+		spin_lock(&sb->s_inode_list_lock);
+	}
+	spin_unlock(&sb->s_inode_list_lock);
+	iput(prev);
+	return err;
 }
 
 /* exFAT keeps access times to 2 seconds, with no 10 ms field. */

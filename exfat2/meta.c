@@ -227,6 +227,55 @@ int exfat_sync_meta(struct super_block *sb, struct buffer_head *bh, bool fua)
 	return err;
 }
 
+/**
+ * exfat_flush - flush the device's volatile cache
+ * @sb: the volume
+ *
+ * Every write completed before the call is durable when it returns 0.
+ * The flush is numbered (sbi->flush_seq, sbi->flush_done), so that
+ * exfat_flushed_since() can tell whether a write that completed earlier
+ * is durable without another one.  Preflushes of single sector writes
+ * (exfat_sync_meta) are not counted: a sector that was not dirty is not
+ * written, and then nothing was flushed.
+ */
+int exfat_flush(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	s64 seq = atomic64_inc_return(&sbi->flush_seq);
+	s64 done;
+	int err;
+
+	err = blkdev_issue_flush(sb->s_bdev);
+	if (err)
+		return err;
+	done = atomic64_read(&sbi->flush_done);
+	while (done < seq &&
+	       !atomic64_try_cmpxchg(&sbi->flush_done, &done, seq))
+		;
+	return 0;
+}
+
+/*
+ * The number to keep with a write that has just completed, for
+ * exfat_flushed_since().
+ */
+u64 exfat_flush_gen(struct super_block *sb)
+{
+	/*
+	 * The completion, seen by the caller, before the read; pairs with
+	 * the fully ordered increment in exfat_flush(): a flush this read
+	 * does not count was started after it, so covers the write.
+	 */
+	smp_mb();
+	return atomic64_read(&EXFAT_SB(sb)->flush_seq);
+}
+
+/* Whether a flush started after @gen was taken has completed. */
+bool exfat_flushed_since(struct super_block *sb, u64 gen)
+{
+	return atomic64_read(&EXFAT_SB(sb)->flush_done) > (s64)gen;
+}
+
 /*
  * Make bh durable: write it with a preflush and FUA if it is dirty, else
  * wait for a write of it that may be in flight and flush the cache.
@@ -238,7 +287,7 @@ int exfat_sync_meta_durable(struct super_block *sb, struct buffer_head *bh)
 	wait_on_buffer(bh);
 	if (!buffer_uptodate(bh) || buffer_write_io_error(bh))
 		return exfat_meta_check(sb) ?: -EIO;
-	return blkdev_issue_flush(sb->s_bdev);
+	return exfat_flush(sb);
 }
 
 /*
@@ -247,7 +296,7 @@ int exfat_sync_meta_durable(struct super_block *sb, struct buffer_head *bh)
  */
 int exfat_meta_barrier(struct super_block *sb)
 {
-	return exfat_meta_write_all(sb) ?: blkdev_issue_flush(sb->s_bdev);
+	return exfat_meta_write_all(sb) ?: exfat_flush(sb);
 }
 
 /* Write every dirty metadata sector and wait; no cache flush. */

@@ -125,6 +125,7 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->alloc_seq = 0;
 	ei->deleted = false;
 	ei->disk_valid = 0;
+	ei->data_gen = 0;
 	ei->find_hint = 0;
 	ei->free_hint = 0;
 	ei->tail_clean = true;
@@ -167,10 +168,11 @@ static int exfat_sync_fs(struct super_block *sb, int wait)
 
 	if (!wait || exfat_forced_shutdown(sb) || sb_rdonly(sb))
 		return 0;
-	/* ValidDataLength updates of completed writeback */
+	/* ValidDataLength over the writeback completed since the inodes */
 	flush_workqueue(EXFAT_SB(sb)->ioend_wq);
+	err = exfat_sync_valid_sizes(sb);
 	exfat_dir_pool_drain(sb);
-	err = exfat_commit_frees(sb);
+	err = exfat_commit_frees(sb) ?: err;
 	gen = exfat_meta_gen(sb);
 	if (!err)
 		err = sync_blockdev(sb->s_bdev) ?: exfat_meta_check(sb);
