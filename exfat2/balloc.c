@@ -831,10 +831,11 @@ void exfat_free_secondary_alloc(struct super_block *sb, u8 type, u32 clu,
 int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct exfat_fat_cursor cur = {};
 	u32 batch = clamp_t(u32, SZ_256K >> sbi->clu_shift, 1,
 			    EXFAT_DIR_POOL_MAX + 1);
 	u32 i, len;
-	int err;
+	int err = 0;
 
 	if (!READ_ONCE(sbi->free_clusters) && READ_ONCE(sbi->pending_clusters)) {
 		err = exfat_commit_frees(sb);
@@ -857,10 +858,19 @@ int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 	exfat_bitmap_set_range(sb, *clu, len, true);
 	sbi->free_clusters -= len;
 	sbi->alloc_hint = *clu + len;
+	/*
+	 * Each ends a chain already: linking one to a directory is then a
+	 * single FAT write, which a crash cannot tear (rule 3).  A free
+	 * cluster's FAT entry means nothing, so the ones given back keep it.
+	 */
+	for (i = 0; i < len && !err; i++)
+		err = exfat_fat_set(sb, &cur, *clu + i, EXFAT_FAT_EOC);
 	mutex_unlock(&sbi->alloc_lock);
+	exfat_fat_cursor_release(&cur);
 
 	/* zeroed and marked in use on disk before an entry points to it */
-	err = exfat_zero_clusters_sync(sb, *clu, len);
+	if (!err)
+		err = exfat_zero_clusters_sync(sb, *clu, len);
 	if (!err)
 		err = exfat_sync_alloc(sb, U64_MAX);
 	mutex_lock(&sbi->alloc_lock);

@@ -33,11 +33,13 @@
  *  3. Allocation before reference: an entry set naming clusters is written
  *     only after the FAT and bitmap that allocate them (exfat_sync_alloc);
  *     a new directory cluster is zero on disk, behind a cache flush,
- *     before it is linked (the pool of exfat_alloc_dir_cluster()).
+ *     before it is linked (the pool of exfat_alloc_dir_cluster()), and
+ *     so is its end-of-chain FAT entry: growing the root, whose size is
+ *     its chain, is then the one FAT write that links the cluster.
  *  4. Release after dereference: freed clusters keep their bitmap bits
  *     until the metadata that stopped referring to them is durable
- *     (exfat_commit_frees); a shrinking size is written before the chain
- *     is cut.
+ *     (exfat_commit_frees); a shrinking size is durable (written, then a
+ *     flush) before the FAT entry that cuts the chain is written.
  *  5. Rename within one sector of a directory (the new set over or
  *     beside the old one, and a replaced set) is one sector write.
  *     Otherwise it writes the directory growth that may hold the new

@@ -710,6 +710,7 @@ int exfat_truncate(struct inode *inode, loff_t size)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
+	bool cut;
 	int err;
 
 	inode_dio_wait(inode);
@@ -731,8 +732,19 @@ int exfat_truncate(struct inode *inode, loff_t size)
 	ei->valid_size = min(ei->valid_size, size);
 	ei->vdl_seq++;
 	up_write(&ei->map_lock);
-	/* the smaller size reaches the disk before the chain is cut */
+	/*
+	 * The smaller size is durable before the FAT entry that cuts the
+	 * chain is written (rule 4): on a disk with a write-back cache,
+	 * written is not enough, the two could reach the media in either
+	 * order and a crash leave the old size over a shorter chain.
+	 */
 	err = __exfat_write_inode(inode, true);
+	down_read(&ei->map_lock);
+	cut = !(ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) && size &&
+	      exfat_bytes_to_clus(sbi, size) < ei->alloc_clus;
+	up_read(&ei->map_lock);
+	if (!err && cut)
+		err = exfat_flush(inode->i_sb);
 	down_write(&ei->map_lock);
 	if (!err)
 		err = exfat_free_clusters(inode, exfat_bytes_to_clus(sbi, size));
