@@ -9,7 +9,12 @@ Used by tests/cases/test_crash.py in two ways:
   replay  the workload runs on a dm-log-writes device; after each sync
           point a log mark is inserted.  The log is then replayed onto the
           starting image and every FLUSH/FUA entry (each one a possible
-          power-cut state) is checked.
+          power-cut state) is checked; with window_rate, so are states
+          inside flush windows: the writes logged between two flushes
+          were acknowledged but not durable, and a disk's write-back
+          cache may persist any subset of them (class Window).  Such a
+          state is judged by the sync points durable at the window's
+          start.
   unplug  the workload runs on a dm device whose table is swapped to
           dm-flakey drop_writes at a random moment (every later write is
           lost, as on a power cut with a write-through disk); the device
@@ -75,6 +80,7 @@ import threading
 import time
 
 from lib import OUT, log, sh, use_driver
+from replaylog import LOG_DISCARD_FLAG
 
 BLOCK = 512
 INF = float("inf")
@@ -1254,9 +1260,98 @@ def mkfs(dev, cluster):
 
 # ------------------------------------------------------------------ replay
 
+class Window:
+    """The writes logged between two flush points, and the states a
+    power cut inside that window can leave.
+
+    dm-log-writes logs a plain write when a FLUSH issued after its
+    completion completes, so the entries between two checkpoints are
+    writes the device had acknowledged but not yet made durable: a disk
+    with a write-back cache may persist any subset of them.  The replay
+    checks the state at each checkpoint (all of them); this adds states
+    with some of them left out.  A driver that needs two writes on the
+    media in a given order must put a flush between them, so that they
+    land in different windows; otherwise one of these states shows the
+    second write without the first.
+
+    Entries are applied to the target as the replay goes (the device
+    always holds "everything so far"); `before` keeps, per sector, what
+    the target held before the first write of this window touched it, so
+    that any subset can be built (restore those sectors, apply the
+    subset in log order) and undone (restore, apply the whole window)."""
+
+    def __init__(self, replayer):
+        self.r = replayer
+        self.ss = replayer.log.sectorsize
+        self.writes = []
+        self.before = {}
+        self.discard = False
+
+    def add(self, e):
+        """Record e's old contents, then apply it."""
+        if e.flags & LOG_DISCARD_FLAG:
+            self.discard = True         # not enumerated (see candidates)
+        elif e.changes_data:
+            fd, ss = self.r.tfd, self.ss
+            old = os.pread(fd, e.nr_sectors * ss, e.sector * ss)
+            for i in range(e.nr_sectors):
+                self.before.setdefault(e.sector + i, old[i * ss:(i + 1) * ss])
+            self.writes.append(e)
+        self.r.apply(e)
+
+    def noop(self, e):
+        """e writes what its sectors held before the window."""
+        data = self.r.read_data(e)
+        ss = self.ss
+        return all(self.before[e.sector + i] == data[i * ss:(i + 1) * ss]
+                   for i in range(e.nr_sectors))
+
+    def _restore(self):
+        for sec, old in self.before.items():
+            os.pwrite(self.r.tfd, old, sec * self.ss)
+
+    def build(self, keep):
+        """The target holds the window's start plus `keep` (log order)."""
+        self._restore()
+        for e in keep:
+            self.r.write_entry(e)
+        self.r.sync()
+
+    def undo(self):
+        self.build(self.writes)
+
+    def candidates(self, rng, subsets=2):
+        """(description, kept writes) of the in-window states worth a
+        check: each write left out alone (unless it changes nothing, or
+        it is the window's only write: that state is the previous
+        checkpoint's), then `subsets` random subsets of windows of three
+        writes or more.  Windows with a discard are left alone (the
+        workload mounts without -o discard, so there are none)."""
+        if self.discard:
+            return []
+        w = [e for e in self.writes if not self.noop(e)]
+        if len(w) < 2:
+            return []
+        out = [(f"#{e.index} left out", [x for x in w if x is not e])
+               for e in w]
+        for _ in range(subsets if len(w) >= 3 else 0):
+            keep = [e for e in w if rng.random() < 0.5]
+            if 0 < len(keep) < len(w) - 1:
+                out.append((f"kept only {','.join(f'#{e.index}' for e in keep)}",
+                            keep))
+        return out
+
+    def reset(self):
+        self.writes = []
+        self.before = {}
+        self.discard = False
+
+
 def replay_run(driver, seed, cluster, nops, sector=512, size_mb=16,
-               mnt="/mnt/crash"):
-    """One replay run.  Returns a result dict (counts, failures)."""
+               mnt="/mnt/crash", window_rate=0.0):
+    """One replay run.  Returns a result dict (counts, failures).
+    window_rate: the share of in-window states (see Window) checked too,
+    drawn with a generator seeded from `seed` (1.0: all of them)."""
     from replaylog import read_log, Replayer
     run = f"replay {driver} seed={seed} cluster={cluster} sector={sector}"
     log(f"== {run}, {nops} operations")
@@ -1342,21 +1437,45 @@ def replay_run(driver, seed, cluster, nops, sector=512, size_mb=16,
         changed = True
         last_cp = max((e.index for e in ents if e.is_checkpoint),
                       default=-1)
+        wrng = random.Random(seed * 7919 + cluster + sector)
+        nwin = 0
         with Replayer(lg, work) as r:
+            win = Window(r)
             for e in ents:
-                r.apply(e)
-                changed |= e.changes_data
                 if not e.is_checkpoint:
+                    win.add(e)
+                    changed |= e.changes_data
                     continue
-                while mi < len(marks) and marks[mi][0] < next_change[e.index]:
-                    reqs.add(marks[mi][1])
-                    mi += 1
                 # Operations after the first mark past this entry cannot
                 # have reached it.
                 k = bisect.bisect_right(mark_idx, e.index)
                 horizon = marks[k][1].seq if k < len(marks) else INF
-                where = (f"flush point {e.describe()}, after "
-                         f"{marks[k - 1][1].describe() if k else 'no mark'}")
+                after = marks[k - 1][1].describe() if k else "no mark"
+                # States inside the window that this checkpoint closes:
+                # only what was durable at the previous checkpoint is
+                # required (reqs does not hold this one's marks yet).
+                built = False
+                for desc, keep in (win.candidates(wrng) if window_rate
+                                   else ()):
+                    if wrng.random() >= window_rate:
+                        continue
+                    win.build(keep)
+                    built = True
+                    nwin += 1
+                    lap("replay")
+                    chk.check(f"inside the window closed by {e.describe()}"
+                              f" ({desc}), after {after}", reqs, horizon,
+                              lap=lap)
+                if built:
+                    win.undo()
+                    changed = True
+                win.reset()
+                r.apply(e)
+                changed |= e.changes_data
+                while mi < len(marks) and marks[mi][0] < next_change[e.index]:
+                    reqs.add(marks[mi][1])
+                    mi += 1
+                where = f"flush point {e.describe()}, after {after}"
                 # File data is read with bios that bypass the device's page
                 # cache, which the replay wrote into: write it back first.
                 if changed:
@@ -1365,7 +1484,8 @@ def replay_run(driver, seed, cluster, nops, sector=512, size_mb=16,
                 chk.check(where, reqs, horizon, state_changed=changed,
                           final=(e.index == last_cp), lap=lap)
                 changed = False
-        res.update(flush_points=chk.checked, states_fscked=chk.fscked,
+        res.update(flush_points=chk.checked - nwin, window_states=nwin,
+                   states_fscked=chk.fscked,
                    states_intree=chk.crossed,
                    sync_points=len(model.syncs),
                    failures=[dict(f) for f in chk.failures],
@@ -1374,7 +1494,8 @@ def replay_run(driver, seed, cluster, nops, sector=512, size_mb=16,
                    total_s=round(time.monotonic() - t0, 1))
         log(f"seconds per phase: {res['seconds']}")
         if not chk.failures:
-            log(f"{run}: {chk.checked} flush points, all good")
+            log(f"{run}: {chk.checked - nwin} flush points and {nwin} "
+                f"states inside flush windows, all good")
         res["oplog"] = [f"{s}: {t}" for s, t in model.oplog] \
             if chk.failures else []
         if chk.hard():
@@ -1568,14 +1689,18 @@ def summary(results):
     lines, hard = [], 0
     pts = sum(r.get("flush_points") or 0 for r in results)
     mods = sorted({r["module"] for r in results if r.get("module")})
+    win = sum(r.get("window_states") or 0 for r in results)
     lines.append(f"{', '.join(mods)}: {len(results)} runs"
-                 + (f", {pts} flush points checked" if pts else ""))
+                 + (f", {pts} flush points checked" if pts else "")
+                 + (f", {win} states inside flush windows" if win else ""))
     for r in results:
         h = r.get("hard", 0)
         hard += h
         pts = r.get("flush_points")
         lines.append(f"{r['run']}: " + (f"{pts} flush points, " if pts
                                         is not None else "")
+                     + (f"{r['window_states']} in-window states, "
+                        if r.get("window_states") else "")
                      + f"{r.get('sync_points', 0)} sync points, "
                      f"{h} failures, {r.get('soft', 0)} soft, "
                      f"{r.get('benign', 0)} benign fsck, "
@@ -1608,6 +1733,8 @@ def main(argv):
     ap.add_argument("--cluster", type=int, default=4096)
     ap.add_argument("--sector", type=int, default=512)
     ap.add_argument("--ops", type=int, default=300)
+    ap.add_argument("--window-rate", type=float, default=0.0,
+                    help="replay: share of in-window states checked")
     ap.add_argument("--oplog", action="store_true",
                     help="print the operations of a failing run")
     ap.add_argument("--ko", help="load this exfat2.ko instead of the "
@@ -1619,7 +1746,8 @@ def main(argv):
            f"insmod {a.ko}")
         lib.OURS_KO = a.ko          # what module_version() reports
     fn = replay_run if a.mode == "replay" else unplug_run
-    r = fn(a.driver, a.seed, a.cluster, a.ops, sector=a.sector)
+    kw = {"window_rate": a.window_rate} if a.mode == "replay" else {}
+    r = fn(a.driver, a.seed, a.cluster, a.ops, sector=a.sector, **kw)
     text, hard = summary([r])
     print(text)
     if a.oplog:

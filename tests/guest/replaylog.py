@@ -184,13 +184,24 @@ class Replayer:
                 off += n
                 left -= n
         else:
-            n = e.nr_sectors * ss
-            data = os.pread(self.lfd, n, e.offset)
-            if len(data) != n:
-                raise LogError(f"entry {e.index}: short read of its data")
-            if os.pwrite(self.tfd, data, e.sector * ss) != n:
-                raise LogError(f"entry {e.index}: short write")
+            self.write_entry(e)
         self.applied += 1
+
+    def read_data(self, e):
+        """The bytes a write entry carries."""
+        n = e.nr_sectors * self.log.sectorsize
+        data = os.pread(self.lfd, n, e.offset)
+        if len(data) != n:
+            raise LogError(f"entry {e.index}: short read of its data")
+        return data
+
+    def write_entry(self, e):
+        """Write e's data to the target, whatever was applied before (a
+        replay out of order: crashlib.Window builds subsets with it)."""
+        data = self.read_data(e)
+        if os.pwrite(self.tfd, data, e.sector * self.log.sectorsize) \
+                != len(data):
+            raise LogError(f"entry {e.index}: short write")
 
     def sync(self):
         os.fsync(self.tfd)
