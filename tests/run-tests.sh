@@ -92,13 +92,14 @@ if [ -z "$kdir" ] || [ ! -d "$kdir" ]; then
 	results+=("FAIL selftest:build_warn_module: no kernel build tree (use --kdir)")
 else
 	src=$repo/tests/selftest/warn
-	key=$(cat "$src/warn_on_load.c" "$src/Kbuild" "$kdir/include/config/kernel.release" \
+	key=$(cat "$src/warn_on_load.c" "$src/leak_on_load.c" "$src/Kbuild" \
+		"$kdir/include/config/kernel.release" \
 		<(readlink -f "$kdir") 2>/dev/null | sha256sum | cut -c1-16)
 	bdir=$cache/selftest-warn-$key
 	if [ ! -f "$bdir/warn_on_load.ko" ]; then
 		mkdir -p "$cache"
 		tmp=$(mktemp -d "$cache/selftest-build.XXXXXX")
-		cp "$src/warn_on_load.c" "$src/Kbuild" "$tmp/"
+		cp "$src/warn_on_load.c" "$src/leak_on_load.c" "$src/Kbuild" "$tmp/"
 		if make -C "$kdir" M="$tmp" modules >"$tmp/build.log" 2>&1; then
 			rm -rf "$bdir"
 			mv "$tmp" "$bdir" 2>/dev/null || rm -rf "$tmp"	# lost a race: fine
@@ -127,7 +128,7 @@ ls -1dt "$cache"/runs/*/ | tail -n +6 | while read -r d; do
 	fi
 done
 mkdir -p "$out/selftest"
-[ -z "$ko" ] || cp "$ko" "$out/selftest/"
+[ -z "$ko" ] || cp "$ko" "${ko%/*}/leak_on_load.ko" "$out/selftest/"
 guestenv=()
 if [ -n "$ko_ours" ]; then
 	cp "$ko_ours" "$out/exfat2.ko"

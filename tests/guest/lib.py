@@ -27,7 +27,8 @@ API
         normally.  expect='timeout'|'splat'|'leak'|'fail:TEXT' is for
         harness self-tests only: the test passes iff the harness fails it
         for that reason alone ('leak': something left behind, such as a
-        mount; 'fail:TEXT': the test raised, with TEXT in its reason).
+        mount; 'fail:TEXT': the test raised, with TEXT in its reason;
+        'fail+splat:TEXT': both, and nothing else).
   TestFailure
         exception meaning "the test failed"; its text is the reason.
   sh(cmd, check=True, input=None, timeout=None) -> CompletedProcess
@@ -119,9 +120,9 @@ current = None      # the Test running in this process (set by runner.py)
 def test(timeout=120, writes=True, expect=None):
     """Register the decorated function as a test (see module doc)."""
     if expect not in (None, "timeout", "splat", "leak") and \
-            not (expect or "").startswith("fail:"):
-        raise ValueError("expect must be None, 'timeout', 'splat', 'leak' "
-                         "or 'fail:TEXT'")
+            not (expect or "").startswith(("fail:", "fail+splat:")):
+        raise ValueError("expect must be None, 'timeout', 'splat', 'leak', "
+                         "'fail:TEXT' or 'fail+splat:TEXT'")
 
     def deco(func):
         mod = func.__module__.rsplit(".", 1)[-1]
@@ -447,6 +448,19 @@ def kmemleak_report():
             return None
     with open(KMEMLEAK) as f:
         return f.read().strip()
+
+
+def kmemleak_check(keep="kmemleak.txt"):
+    """Fail if kmemleak reports an unreferenced object (kept in OUT/keep)
+    or is built in but switched off."""
+    leaks = kmemleak_report()
+    if leaks is None:
+        fail("kmemleak is built into this kernel but disabled (or its "
+             "file unusable): leaks cannot be checked")
+    if leaks:
+        with open(os.path.join(OUT, keep), "w") as f:
+            f.write(leaks + "\n")
+        fail(f"kmemleak: unreferenced objects ({keep}):\n{leaks[:3000]}")
 
 
 def name_to_handle(path):

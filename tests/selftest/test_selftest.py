@@ -8,6 +8,7 @@ WARNING on the console (the host-side detector), see selftest:host_splat.
 
 import os
 
+import lib
 from lib import OUT, sh, test, fail
 
 
@@ -60,6 +61,76 @@ def leftover_mount_detected():
 def timeout_detected():
     """A test that overruns its timeout must be killed and reported."""
     sh("sleep 1000")
+
+
+@test(timeout=120, writes=False, expect="splat")
+def hung_task_detected():
+    """A task blocked in the kernel for longer than hung_task_timeout_secs
+    must fail the test: a write to a frozen file system waits
+    uninterruptibly for the thaw (sb_start_write) while the timeout is
+    2 s.  The file system is ext4: exFAT drivers (exfat2, like the
+    in-tree one) do not implement FIFREEZE.  The report is kept off the
+    serial console (console log level 3 meanwhile): the host's detector
+    accepts only the WARNING of warn_detected there."""
+    import subprocess
+    import time
+    from lib import Image, dmesg_this_test
+    knob = "/proc/sys/kernel/hung_task_timeout_secs"
+    with open(knob) as f:
+        old = f.read().strip()
+    with open("/proc/sys/kernel/printk") as f:
+        printk = f.read().split()
+    mnt = "/mnt/selftest-hung"
+    os.makedirs(mnt, exist_ok=True)
+    with Image(size_mb=16) as img:
+        sh(f"modprobe ext4 2>/dev/null; mkfs.ext4 -q -F {img.dev} && "
+           f"mount -t ext4 {img.dev} {mnt}")
+        writer = None
+        try:
+            sh(f"fsfreeze -f {mnt}")
+            with open("/proc/sys/kernel/printk", "w") as f:
+                f.write("3")
+            writer = subprocess.Popen(["sh", "-c", f"echo x > {mnt}/f"])
+            with open(knob, "w") as f:
+                f.write("2")
+            deadline = time.monotonic() + 60
+            # the whole report, to the end of its stack dump
+            while "</TASK>" not in \
+                    dmesg_this_test().partition("blocked for more than")[2]:
+                if time.monotonic() > deadline:
+                    fail("no hung-task report within 60 s")
+                time.sleep(0.5)
+        finally:
+            with open(knob, "w") as f:
+                f.write(old)
+            sh(f"fsfreeze -u {mnt}", check=False)
+            with open("/proc/sys/kernel/printk", "w") as f:
+                f.write(printk[0])
+            if writer:
+                writer.wait(30)
+            sh(f"umount {mnt}", check=False)
+
+
+if os.path.exists(lib.KMEMLEAK) or lib.kmemleak_built_in():
+    @test(timeout=120, writes=False,
+          expect="fail+splat:kmemleak: unreferenced objects")
+    def kmemleak_report_detected():
+        """An object leaked in the kernel must fail the run: the check the
+        runner makes at the end of the tests (runner:kmemleak, which runs
+        before the self-tests) on a module that leaks 1 KiB when loaded;
+        kmemleak's own "new suspected memory leaks" line in the kernel log
+        is a splat too.  The report is then cleared.  Only on kernels
+        with kmemleak."""
+        ko = os.path.join(OUT, "selftest", "leak_on_load.ko")
+        if not os.path.exists(ko):
+            fail(f"{ko} missing (run-tests.sh builds it)")
+        sh(f"insmod {ko}")
+        sh("rmmod leak_on_load")
+        try:
+            lib.kmemleak_check(keep="kmemleak-selftest.txt")
+        finally:
+            with open(lib.KMEMLEAK, "w") as f:
+                f.write("clear")
 
 
 @test(timeout=60, writes=False, expect="splat")
