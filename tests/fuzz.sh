@@ -7,7 +7,7 @@
 # `make fuzz` runs.
 #
 # Usage: tests/fuzz.sh [--debug] [--count N] [--start S] [--jobs J]
-#                      [--out DIR]
+#                      [--out DIR] [--exfatprogs TREE]
 #
 #   --debug    boot the debug kernel (KASAN, lockdep, kmemleak...; built
 #              once and cached by scripts/debug-kernel.sh) with exfat2.ko
@@ -17,6 +17,13 @@
 #   --out      results (default ${XDG_CACHE_HOME:-~/.cache}/exfat2-vm/fuzz):
 #              DIR/jobK/fuzz/summary.txt and results.jsonl per VM, with the
 #              image and log of each problem seed
+#   --exfatprogs TREE
+#              instead of corrupt.py's seeds, the corrupted images of an
+#              exfatprogs source tree (TREE/tests/*/exfat.img.tar.xz, made
+#              by its authors for fsck.exfat; a git checkout, since its
+#              release tarballs leave them out; this project keeps no
+#              copy), in one VM, strict (fuzz.py --files); images over
+#              1 GiB are left out
 #
 # Prints each VM's summary; exit status 0 iff every VM ended cleanly (no
 # splat, hang or VM death, no problem seed).
@@ -24,7 +31,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd -P)
-debug=0 count=1000 start=1 jobs=1
+debug=0 count=1000 start=1 jobs=1 exfatprogs=
 out=${XDG_CACHE_HOME:-$HOME/.cache}/exfat2-vm/fuzz
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -33,7 +40,9 @@ while [ $# -gt 0 ]; do
 	--start) start=$2; shift 2 ;;
 	--jobs) jobs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) echo "usage: $0 [--debug] [--count N] [--start S] [--jobs J] [--out DIR]" >&2
+	--exfatprogs) exfatprogs=$(cd "$2" && pwd); shift 2 ;;
+	*) echo "usage: $0 [--debug] [--count N] [--start S] [--jobs J] [--out DIR]" \
+		"[--exfatprogs TREE]" >&2
 	   exit 2 ;;
 	esac
 done
@@ -48,6 +57,38 @@ fi
 [ "$jobs" -gt 1 ] && vmargs+=(--smp 1)
 
 rm -rf "$out" && mkdir -p "$out"
+if [ -n "$exfatprogs" ]; then
+	d=$out/job0
+	mkdir -p "$d/images"
+	files=()
+	for t in "$exfatprogs"/tests/*/exfat.img.tar.xz; do
+		[ -f "$t" ] || continue
+		name=$(basename "$(dirname "$t")")
+		# the guest copies each image to its tmpfs, reading every byte
+		# over 9p: a 2 TiB sparse one (2tb_disk) would take hours
+		size=$(tar -tvJf "$t" exfat.img | awk '{print $3}')
+		if [ "$size" -gt $((1 << 30)) ]; then
+			echo "fuzz: $name left out: $size bytes (over 1 GiB)"
+			continue
+		fi
+		mkdir -p "$d/x" && tar -C "$d/x" -xJf "$t" exfat.img
+		mv "$d/x/exfat.img" "$d/images/$name.img"
+		files+=("/run/out/images/$name.img")
+	done
+	rmdir "$d/x" 2>/dev/null || true
+	[ ${#files[@]} -gt 0 ] || { echo "fuzz.sh: no tests/*/exfat.img.tar.xz in $exfatprogs" >&2; exit 2; }
+	cp "$ko" "$d/exfat2.ko"
+	echo "fuzz: ${#files[@]} exfatprogs images, log $d/console.log"
+	r=0
+	"$repo/tools/vm/vm.sh" --out "$d" "${vmargs[@]}" \
+		--timeout $(( ${#files[@]} * per_image * 4 + 600 )) -- \
+		env EXFAT2_KO=/run/out/exfat2.ko \
+		python3 -B tests/guest/fuzz.py --files "${files[@]}" \
+		>"$d/vm.log" 2>&1 || r=$?
+	echo "=== exit status $r"
+	cat "$d/fuzz/summary.txt" 2>/dev/null || tail -20 "$d/vm.log"
+	exit $(( r != 0 ))
+fi
 per=$(( (count + jobs - 1) / jobs ))
 pids=()
 for ((j = 0; j < jobs; j++)); do

@@ -42,7 +42,10 @@ leaked clusters aside where the driver reported corruption.  Standalone, in the 
 
     python3 -B tests/guest/fuzz.py [--count 100] [--start 1] [--seeds 1-20,33]
         [--timeout 60] [--max-time SECONDS] [--driver ours|intree]
-        [--no-controls] [--keep DIR] [-q]
+        [--no-controls] [--keep DIR] [-q] [--files IMAGE...]
+
+(--files: image files made elsewhere instead of the seeds, e.g. the
+corrupted images of exfatprogs' tests, see tests/fuzz.sh --exfatprogs).
 
 writes DIR (default $EXFAT2_OUT/fuzz) /{summary.txt,results.jsonl} and the
 image and log of every problem seed (seed-N.img, seed-N.log); exit status
@@ -668,8 +671,10 @@ class Summary:
 
     def text(self):
         s = self.seeds
-        rng = f"{s[0]}-{s[-1]}" if s and s == list(range(s[0], s[-1] + 1)) \
-            else ",".join(map(str, s[:20])) + ("..." if len(s) > 20 else "")
+        ints = s and all(isinstance(x, int) for x in s)
+        rng = f"{s[0]}-{s[-1]}" if ints and \
+            s == list(range(s[0], s[-1] + 1)) else \
+            ",".join(map(str, s[:20])) + ("..." if len(s) > 20 else "")
         n = max(1, len(self.image_secs))
         out = [f"hostile: {self.images} images (seeds {rng}) in "
                f"{self.secs:.1f}s, {sum(self.image_secs) / n:.2f} s/image "
@@ -759,14 +764,73 @@ class Job:
     """One image to try: label (seed or "control:BASE"), its bytes, its
     description, the mount options and the rng seed of the rw phase."""
 
-    def __init__(self, label, img, desc, base, prefix, rng_seed):
+    def __init__(self, label, img, desc, base, prefix, rng_seed, src=None):
         self.label, self.img, self.desc, self.base = label, img, desc, base
         self.prefix, self.rng_seed = prefix, rng_seed
         # errors=continue lets the writes go on after corruption is found
         self.opts_rw = "" if rng_seed % 3 == 0 else "errors=continue"
-        self.cap = 2 * len(img)
+        # src: an image file (img None), copied (sparse) for each run
+        self.src = src
+        size = len(img) if img is not None else os.path.getsize(src)
+        self.cap = min(2 * size, 256 << 20)
         self.clu = base.model.geo.clu
         self.dev = None
+
+
+class FileBase:
+    """What a Job needs of a base, for an image given as a file: its name,
+    logical sector size and cluster size (read from its boot sector; the
+    smallest legal values if that is unreadable)."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            boot = f.read(512)
+        sect = boot[108] if len(boot) == 512 else 9
+        clu = sect + (boot[109] if len(boot) == 512 else 0)
+        self.name = os.path.basename(path).replace(".img", "")
+        self.sector = 4096 if sect == 12 else 512
+        self.model = argparse.Namespace(geo=argparse.Namespace(
+            clu=1 << min(max(clu, 9), 25)))
+
+
+def run_files(paths, driver="ours", timeout=60, log=print, keep=None,
+              workdir=WORKDIR, strict=True):
+    """run_batch() for image files made elsewhere (the corrupted images
+    of exfatprogs' tests, say), each used as a seed is, on a sparse copy;
+    no controls."""
+    t0 = time.monotonic()
+    use_driver(driver)
+    os.makedirs(MNT, exist_ok=True)
+    os.makedirs(workdir, exist_ok=True)
+    summ = Summary([os.path.basename(p) for p in paths])
+    ctx = {"kmsg": Kmsg(), "log": log, "keep": keep, "timeout": timeout,
+           "img_path": os.path.join(workdir, "file-%s.img"), "jl": None,
+           "strict": strict}
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        ctx["jl"] = open(os.path.join(keep, "results.jsonl"), "w")
+    try:
+        for i, p in enumerate(paths):
+            base = FileBase(p)
+            stop = _run_job(Job(base.name, None, f"file {p}", base,
+                                PREFIX[driver], i + 1, src=p), ctx, summ)
+            try:
+                os.unlink(ctx["img_path"] % base.name)
+            except OSError:
+                pass
+            if stop:
+                log(f"fuzz: stopping: {stop}")
+                summ.problem("-", f"batch stopped: {stop}")
+                break
+    finally:
+        ctx["kmsg"].close()
+        if ctx["jl"]:
+            ctx["jl"].close()
+    summ.secs = time.monotonic() - t0
+    if keep:
+        with open(os.path.join(keep, "summary.txt"), "w") as f:
+            f.write(summ.text() + "\n")
+    return summ
 
 
 def run_batch(seeds, driver="ours", timeout=60, log=print, keep=None,
@@ -847,12 +911,15 @@ def _run_job(job, ctx, summ, control=False):
     t = time.monotonic()
     # one file per base, rewritten in place: no page allocation per image
     path = ctx["img_path"] % job.base.name
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.pwrite(fd, job.img, 0)
-        os.ftruncate(fd, len(job.img))
-    finally:
-        os.close(fd)
+    if job.img is None:
+        lib.sh(f"cp --sparse=always '{job.src}' '{path}'")
+    else:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            os.pwrite(fd, job.img, 0)
+            os.ftruncate(fd, len(job.img))
+        finally:
+            os.close(fd)
     strict = control or ctx["strict"]
     pre = xcheck.check(path) if strict else None
     if control and pre:
@@ -919,8 +986,11 @@ def _run_job(job, ctx, summ, control=False):
         ctx["jl"].flush()
     if problems and ctx["keep"]:
         base = os.path.join(ctx["keep"], f"seed-{label}".replace(":", "-"))
-        with open(base + ".img", "wb") as f:
-            f.write(job.img)
+        if job.img is None:
+            lib.sh(f"cp --sparse=always '{job.src}' '{base}.img'")
+        else:
+            with open(base + ".img", "wb") as f:
+                f.write(job.img)
         with open(base + ".log", "w") as f:
             f.write(json.dumps(rec, indent=1) + "\n" + stack + "\n" +
                     "\n".join(t for _, _, t in recs) + "\n")
@@ -1041,6 +1111,10 @@ def main(argv):
                     "$EXFAT2_OUT/fuzz)")
     ap.add_argument("-q", "--quiet", action="store_true",
                     help="do not list the images that mounted fine")
+    ap.add_argument("--files", nargs="+", metavar="IMAGE",
+                    help="use these image files instead of corrupt.py's "
+                    "seeds (strict: clean for xcheck.py before the "
+                    "read-write session means clean after it)")
     a = ap.parse_args(argv)
     seeds = corrupt.parse_seeds(a.seeds) if a.seeds else \
         range(a.start, a.start + a.count)
@@ -1051,9 +1125,13 @@ def main(argv):
         if not (a.quiet and msg.startswith("seed ") and " ok |" in msg):
             print(msg, flush=True)
 
-    s = run_batch(seeds, driver=a.driver, timeout=a.timeout, log=log,
-                  keep=keep, controls=not a.no_controls,
-                  max_time=a.max_time)
+    if a.files:
+        s = run_files(a.files, driver=a.driver, timeout=a.timeout, log=log,
+                      keep=keep)
+    else:
+        s = run_batch(seeds, driver=a.driver, timeout=a.timeout, log=log,
+                      keep=keep, controls=not a.no_controls,
+                      max_time=a.max_time)
     if os.path.exists(lib.KMEMLEAK):
         leaks = lib.kmemleak_report()
         if leaks:
