@@ -793,6 +793,16 @@ class FileBase:
             clu=1 << min(max(clu, 9), 25)))
 
 
+def _batch_ctx(log, keep, timeout, img_path, strict):
+    """What _run_job needs of a batch; opens keep/results.jsonl."""
+    ctx = {"kmsg": Kmsg(), "log": log, "keep": keep, "timeout": timeout,
+           "img_path": img_path, "jl": None, "strict": strict}
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        ctx["jl"] = open(os.path.join(keep, "results.jsonl"), "w")
+    return ctx
+
+
 def run_files(paths, driver="ours", timeout=60, log=print, keep=None,
               workdir=WORKDIR, strict=True):
     """run_batch() for image files made elsewhere (the corrupted images
@@ -803,12 +813,8 @@ def run_files(paths, driver="ours", timeout=60, log=print, keep=None,
     os.makedirs(MNT, exist_ok=True)
     os.makedirs(workdir, exist_ok=True)
     summ = Summary([os.path.basename(p) for p in paths])
-    ctx = {"kmsg": Kmsg(), "log": log, "keep": keep, "timeout": timeout,
-           "img_path": os.path.join(workdir, "file-%s.img"), "jl": None,
-           "strict": strict}
-    if keep:
-        os.makedirs(keep, exist_ok=True)
-        ctx["jl"] = open(os.path.join(keep, "results.jsonl"), "w")
+    ctx = _batch_ctx(log, keep, timeout, os.path.join(workdir, "file-%s.img"),
+                     strict)
     try:
         for i, p in enumerate(paths):
             base = FileBase(p)
@@ -855,12 +861,8 @@ def run_batch(seeds, driver="ours", timeout=60, log=print, keep=None,
     log(f"fuzz: {len(bases)} bases ready in {time.monotonic() - t0:.1f}s "
         f"({', '.join(bases)}), driver {driver}")
     summ = Summary(seeds)
-    ctx = {"kmsg": Kmsg(), "log": log, "keep": keep, "timeout": timeout,
-           "img_path": os.path.join(workdir, "cur-%s.img"), "jl": None,
-           "strict": strict}
-    if keep:
-        os.makedirs(keep, exist_ok=True)
-        ctx["jl"] = open(os.path.join(keep, "results.jsonl"), "w")
+    ctx = _batch_ctx(log, keep, timeout, os.path.join(workdir, "cur-%s.img"),
+                     strict)
     stop = None
     try:
         jobs = []
