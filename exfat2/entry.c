@@ -68,6 +68,19 @@ static unsigned long exfat_iter_dir_id(const struct exfat_dir_iter *it)
 	return it->dir ? it->dir->i_ino : it->start_clu;
 }
 
+/* The index of directory dir, if it has one that is good. */
+static struct exfat_dindex *exfat_good_dindex(struct inode *dir)
+{
+	struct exfat_dindex *idx = READ_ONCE(EXFAT_I(dir)->dindex);
+
+	return idx && !READ_ONCE(idx->bad) ? idx : NULL;
+}
+
+static struct exfat_dindex *exfat_iter_dindex(const struct exfat_dir_iter *it)
+{
+	return it->dir ? exfat_good_dindex(it->dir) : NULL;
+}
+
 /* Number of entries the directory's DataLength holds. */
 u32 exfat_dir_entries(struct inode *dir)
 {
@@ -230,6 +243,7 @@ static int exfat_sector_apply(struct exfat_dir_iter *it, u32 sect_first,
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(it->sb));
 	const union exfat_dentry *p;
+	struct exfat_dindex *idx;
 	union exfat_dentry *de;
 	u32 i, tail = sect_first + per_sect;
 
@@ -255,12 +269,44 @@ static int exfat_sector_apply(struct exfat_dir_iter *it, u32 sect_first,
 	}
 	exfat_sector_unlock_dirty(it->sb, it->bh);
 	it->dirty = true;
+	idx = exfat_iter_dindex(it);
+	for (i = 0; idx && i < per_sect; i++)
+		exfat_dindex_set_type(idx, sect_first + i, de[i].generic.type);
+	return 0;
+}
+
+/*
+ * Take the sets whose File entry lies in the nr entries from first out of
+ * the index: they are about to be overwritten or deleted.
+ */
+static int exfat_dindex_forget(struct exfat_dir_iter *it,
+			       struct exfat_dindex *idx, u32 first, u32 nr)
+{
+	const union exfat_dentry *de;
+	u32 i;
+	int hash;
+
+	for (i = first; i < first + nr; i++) {
+		de = exfat_dir_iter_get(it, i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		if (de->generic.type != EXFAT_TYPE_FILE)
+			continue;
+		hash = -1;
+		de = i + 1 < idx->nr_slots ? exfat_dir_iter_get(it, i + 1) :
+					     NULL;
+		if (!IS_ERR_OR_NULL(de) &&
+		    de->generic.type == EXFAT_TYPE_STREAM)
+			hash = le16_to_cpu(de->stream.name_hash);
+		exfat_dindex_remove(idx, i, hash);
+	}
 	return 0;
 }
 
 /*
  * Write the set put (may be NULL) and remove the del_nr entries from del
  * but for those put covers, sector by sector; set lock held for writing.
+ * The directory's index follows (its i_rwsem is held exclusive then).
  */
 static int exfat_dir_apply(struct exfat_dir_iter *it,
 			   const struct exfat_entry_set *put, u32 del,
@@ -268,6 +314,7 @@ static int exfat_dir_apply(struct exfat_dir_iter *it,
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(it->sb));
 	u32 first = U32_MAX, end = 0, last_put = 0, sect;
+	struct exfat_dindex *idx;
 	int err = 0;
 
 	if (put) {
@@ -281,10 +328,25 @@ static int exfat_dir_apply(struct exfat_dir_iter *it,
 	}
 	if (first >= end)
 		return 0;
+	idx = exfat_iter_dindex(it);
+	if (idx) {
+		lockdep_assert_held_write(&it->dir->i_rwsem);
+		if (put)
+			err = exfat_dindex_forget(it, idx, put->eidx, put->nr);
+		if (!err && del_nr)
+			err = exfat_dindex_forget(it, idx, del, del_nr);
+	}
 	for (sect = first & ~(per_sect - 1); sect < end && !err;
 	     sect += per_sect)
 		err = exfat_sector_apply(it, sect, put, del, del_nr,
 					 put && sect == last_put);
+	if (idx && !err && put && put->nr > 1 &&
+	    put->de[0].generic.type == EXFAT_TYPE_FILE &&
+	    put->de[1].generic.type == EXFAT_TYPE_STREAM)
+		err = exfat_dindex_add(idx, put->eidx,
+				       le16_to_cpu(put->de[1].stream.name_hash));
+	if (idx && err)
+		WRITE_ONCE(idx->bad, true);
 	return err;
 }
 
@@ -571,6 +633,267 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 }
 
 /*
+ * The directory's index (dindex.c), built from one pass over its entries
+ * (their types) and one walk (its sets).  Built by whoever first needs it
+ * (a lookup, holding dir's i_rwsem shared, or a create); when two build
+ * at once, one copy is kept.  Every change to the directory made through
+ * an iterator on its inode updates it (exfat_dir_apply(),
+ * exfat_sector_apply(), exfat_grow_dir()); write_inode rewrites a set in
+ * place, leaving its name and position alone, through an iterator on the
+ * parent's first cluster, which the index does not need to see.
+ */
+static struct exfat_dindex *exfat_build_dindex(struct inode *dir)
+{
+	u32 i, total = exfat_dir_entries(dir);
+	const union exfat_dentry *de;
+	struct exfat_dindex *idx;
+	struct exfat_walk_item item;
+	struct exfat_dir_iter it;
+	struct exfat_walk w;
+	int ret = 0;
+
+	idx = exfat_dindex_alloc(total);
+	if (!idx)
+		return NULL;
+	exfat_dir_iter_init(&it, dir);
+	for (i = 0; i < total && !ret; i++) {
+		de = exfat_dir_iter_get(&it, i);
+		if (IS_ERR(de))
+			ret = PTR_ERR(de);
+		else
+			exfat_dindex_set_type(idx, i, de->generic.type);
+	}
+	exfat_dir_iter_release(&it);
+
+	exfat_walk_init(&w, dir, 0);
+	while (!ret && (ret = exfat_walk_next(&w, &item)) > 0) {
+		ret = 0;
+		if (item.type != EXFAT_TYPE_FILE || !item.whole)
+			continue;
+		de = exfat_walk_entry(&w, item.eidx + 1);
+		if (IS_ERR(de))
+			ret = PTR_ERR(de);
+		else if (de->generic.type == EXFAT_TYPE_STREAM)
+			ret = exfat_dindex_add(idx, item.eidx,
+					       le16_to_cpu(de->stream.name_hash));
+	}
+	exfat_walk_release(&w);
+	/* an error is found again, and reported, by the scan without one */
+	if (ret) {
+		exfat_dindex_free(idx);
+		return NULL;
+	}
+	return idx;
+}
+
+/*
+ * dir's index, built if it has none; NULL when there is none to use.  The
+ * caller holds dir's i_rwsem, shared at least.
+ */
+static struct exfat_dindex *exfat_dir_index(struct inode *dir)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(dir);
+	struct exfat_dindex *idx, *old;
+
+	lockdep_assert_held(&dir->i_rwsem);
+	/* pairs with the smp_store_release() below: a whole index */
+	idx = smp_load_acquire(&ei->dindex);
+	if (!idx) {
+		idx = exfat_build_dindex(dir);
+		if (!idx)
+			return NULL;
+		idx->dir = dir;
+		spin_lock(&sbi->dindex_lock);
+		old = ei->dindex;
+		if (!old) {
+			list_add_tail(&idx->lru, &sbi->dindex_list);
+			sbi->nr_dindex++;
+			/* pairs with the smp_load_acquire() above */
+			smp_store_release(&ei->dindex, idx);
+		}
+		spin_unlock(&sbi->dindex_lock);
+		if (old) {
+			exfat_dindex_free(idx);
+			idx = old;
+		}
+	}
+	return READ_ONCE(idx->bad) ? NULL : idx;
+}
+
+/*
+ * Free dir's index: at eviction, or with dir's i_rwsem held exclusive (no
+ * reader can be using it).
+ */
+void exfat_dir_index_drop(struct inode *dir)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(dir);
+	struct exfat_dindex *idx;
+
+	spin_lock(&sbi->dindex_lock);
+	idx = ei->dindex;
+	if (idx) {
+		list_del(&idx->lru);
+		sbi->nr_dindex--;
+		WRITE_ONCE(ei->dindex, NULL);
+	}
+	spin_unlock(&sbi->dindex_lock);
+	exfat_dindex_free(idx);
+}
+
+/* For a writer (dir's i_rwsem held exclusive): a bad index is rebuilt. */
+static struct exfat_dindex *exfat_dir_index_w(struct inode *dir)
+{
+	struct exfat_dindex *idx = READ_ONCE(EXFAT_I(dir)->dindex);
+
+	lockdep_assert_held_write(&dir->i_rwsem);
+	if (idx && READ_ONCE(idx->bad))
+		exfat_dir_index_drop(dir);
+	return exfat_dir_index(dir);
+}
+
+/* The index told something the disk does not hold: stop using it. */
+static void exfat_dindex_stale(struct inode *dir, struct exfat_dindex *idx,
+			       u32 eidx)
+{
+	WRITE_ONCE(idx->bad, true);
+	exfat_warn_ratelimited(dir->i_sb,
+			       "directory %lu: index out of date at entry %u, dropped",
+			       dir->i_ino, eidx);
+}
+
+/**
+ * exfat_index_find - look a name up through the directory's index
+ * @dir: the directory (its i_rwsem held, shared at least)
+ * @uni: the name, @len units, @hash its NameHash
+ * @len: its length
+ * @hash: its NameHash
+ * @cand: room for EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY units
+ * @esp: set to a verified copy of the set found
+ *
+ * Every set the index names is read and checked to be a whole set with
+ * that NameHash where the index says, so a hit is never taken on trust.
+ * Returns 1 with *@esp set, 0 when @dir holds no such name, -ESTALE when
+ * the index cannot answer (there is none, or it was found out of date:
+ * then it is not used again), or another error.
+ */
+int exfat_index_find(struct inode *dir, const u16 *uni, unsigned int len,
+		     u16 hash, __le16 *cand, struct exfat_entry_set **esp)
+{
+	struct exfat_dindex *idx = exfat_dir_index(dir);
+	const union exfat_dentry *de;
+	struct exfat_walk_item item;
+	struct exfat_walk w;
+	u32 cursor = 0, eidx = 0;
+	int ret = 0;
+
+	if (!idx)
+		return -ESTALE;
+	while (!ret && (eidx = exfat_dindex_next(idx, hash, &cursor)) != U32_MAX) {
+		exfat_walk_init(&w, dir, eidx);
+		exfat_walk_limit(&w, eidx + 1);
+		ret = exfat_walk_next(&w, &item);
+		if (ret > 0 && (item.eidx != eidx || !item.whole ||
+				item.type != EXFAT_TYPE_FILE))
+			ret = 0;
+		if (ret > 0) {
+			de = exfat_walk_entry(&w, eidx + 1);
+			if (IS_ERR(de))
+				ret = PTR_ERR(de);
+			else if (de->generic.type != EXFAT_TYPE_STREAM ||
+				 le16_to_cpu(de->stream.name_hash) != hash)
+				ret = 0;
+		}
+		if (!ret) {
+			ret = -ESTALE;
+		} else if (ret > 0) {
+			ret = exfat_walk_item_named(&w, &item, uni, len, hash,
+						    cand);
+			if (ret > 0)
+				ret = exfat_get_entry_set(&w.it, eidx, esp) ?: 1;
+		}
+		exfat_walk_release(&w);
+	}
+	if (ret == -ESTALE)
+		exfat_dindex_stale(dir, idx, eidx);
+	return ret;
+}
+
+/*
+ * Memory pressure: free the indexes of directories nobody is using (their
+ * i_rwsem free), oldest first.  An index is rebuilt at the next need.
+ */
+static unsigned long exfat_dindex_count(struct shrinker *shrink,
+					struct shrink_control *sc)
+{
+	struct exfat_sb_info *sbi = shrink->private_data;
+
+	return READ_ONCE(sbi->nr_dindex) ?: SHRINK_EMPTY;
+}
+
+static unsigned long exfat_dindex_scan(struct shrinker *shrink,
+				       struct shrink_control *sc)
+{
+	struct exfat_sb_info *sbi = shrink->private_data;
+	struct exfat_dindex *idx, *next;
+	unsigned long freed = 0;
+	LIST_HEAD(dispose);
+	struct inode *dir;
+
+	spin_lock(&sbi->dindex_lock);
+	list_for_each_entry_safe(idx, next, &sbi->dindex_list, lru) {
+		if (freed >= sc->nr_to_scan)
+			break;
+		dir = idx->dir;
+		/*
+		 * The inode lives while its index is on the list (eviction
+		 * takes it off under this lock); with its i_rwsem, no one
+		 * reads the index.
+		 */
+		if (!down_write_trylock(&dir->i_rwsem))
+			continue;
+		WRITE_ONCE(EXFAT_I(dir)->dindex, NULL);
+		up_write(&dir->i_rwsem);
+		list_move(&idx->lru, &dispose);
+		sbi->nr_dindex--;
+		freed++;
+	}
+	spin_unlock(&sbi->dindex_lock);
+	list_for_each_entry_safe(idx, next, &dispose, lru)
+		exfat_dindex_free(idx);
+	return freed;
+}
+
+int exfat_dindex_shrinker_init(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct shrinker *s;
+
+	spin_lock_init(&sbi->dindex_lock);
+	INIT_LIST_HEAD(&sbi->dindex_list);
+	s = shrinker_alloc(0, "exfat2-dindex:%s", sb->s_id);
+	if (!s)
+		return -ENOMEM;
+	s->count_objects = exfat_dindex_count;
+	s->scan_objects = exfat_dindex_scan;
+	s->private_data = sbi;
+	sbi->dindex_shrinker = s;
+	shrinker_register(s);
+	return 0;
+}
+
+/* At unmount, once every inode is evicted (so every index freed). */
+void exfat_dindex_shrinker_free(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+
+	shrinker_free(sbi->dindex_shrinker);
+	sbi->dindex_shrinker = NULL;
+	WARN_ON_ONCE(!list_empty(&sbi->dindex_list));
+}
+
+/*
  * Give directory dir one more cluster, zeroed (all end-of-directory
  * entries) on disk before it is linked, and the directory's new size
  * written to its entry set.  The caller holds dir's i_rwsem exclusive.
@@ -579,6 +902,7 @@ static int exfat_grow_dir(struct inode *dir)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
 	struct exfat_inode_info *ei = EXFAT_I(dir);
+	struct exfat_dindex *idx;
 	u32 old = ei->alloc_clus;
 	int err;
 
@@ -592,9 +916,96 @@ static int exfat_grow_dir(struct inode *dir)
 		dir->i_blocks = i_size_read(dir) >> 9;
 	}
 	up_write(&ei->map_lock);
-	if (!err)
-		err = __exfat_write_inode(dir, false);
-	return err;
+	if (err)
+		return err;
+	idx = exfat_good_dindex(dir);
+	if (idx && exfat_dindex_grow(idx, exfat_dir_entries(dir)))
+		WRITE_ONCE(idx->bad, true);
+	return __exfat_write_inode(dir, false);
+}
+
+/*
+ * The search of exfat_find_slots() on the disk: from entry start (a
+ * sector's first), a run of nr unused entries not among the busy_nr from
+ * busy.  Returns 1 with *first set, 0 when there is none; *free is the
+ * first unused entry seen (total if none).
+ */
+static int exfat_scan_slots(struct inode *dir, u32 start, unsigned int nr,
+			    u32 busy, unsigned int busy_nr, u32 *first,
+			    u32 *free)
+{
+	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
+	u32 i, run = 0, total = exfat_dir_entries(dir), eod = total;
+	const union exfat_dentry *de;
+	struct exfat_dir_iter it;
+	int ret = 0;
+
+	*free = total;
+	exfat_dir_iter_init(&it, dir);
+	for (i = start; i < total; i++) {
+		de = exfat_dir_iter_get(&it, i);
+		if (IS_ERR(de)) {
+			ret = PTR_ERR(de);
+			break;
+		}
+		if (exfat_type_in_use(de->generic.type) ||
+		    exfat_in_range(i, busy, busy_nr)) {
+			run = 0;
+			continue;
+		}
+		if (*free == total)
+			*free = i;
+		if (de->generic.type == EXFAT_TYPE_EOD && eod == total)
+			eod = i;
+		if (++run < nr)
+			continue;
+		*first = i + 1 - nr;
+		if (nr > per_sect || *first >= eod ||
+		    (*first & (per_sect - 1)) + nr <= per_sect) {
+			ret = 1;
+			break;
+		}
+	}
+	exfat_dir_iter_release(&it);
+	return ret;
+}
+
+/*
+ * The same search through dir's index, the run found checked on the
+ * disk.  -ESTALE when the index cannot answer.
+ */
+static int exfat_index_slots(struct inode *dir, u32 start, unsigned int nr,
+			     u32 busy, unsigned int busy_nr, u32 *first,
+			     u32 *free)
+{
+	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
+	struct exfat_dindex *idx = exfat_dir_index_w(dir);
+	const union exfat_dentry *de;
+	struct exfat_dir_iter it;
+	int ret = 1;
+	u32 i;
+
+	if (!idx)
+		return -ESTALE;
+	if (idx->nr_slots != exfat_dir_entries(dir)) {
+		exfat_dindex_stale(dir, idx, idx->nr_slots);
+		return -ESTALE;
+	}
+	if (!exfat_dindex_find_run(idx, start, nr, busy, busy_nr, per_sect,
+				   first, free))
+		return 0;
+	exfat_dir_iter_init(&it, dir);
+	for (i = *first; i < *first + nr && ret > 0; i++) {
+		de = exfat_dir_iter_get(&it, i);
+		if (IS_ERR(de))
+			ret = PTR_ERR(de);
+		else if (exfat_type_in_use(de->generic.type))
+			ret = -ESTALE;
+	}
+	exfat_dir_iter_release(&it);
+	if (ret == -ESTALE)
+		exfat_dindex_stale(dir, idx, i - 1);
+	return ret;
 }
 
 /*
@@ -607,63 +1018,40 @@ static int exfat_grow_dir(struct inode *dir)
  * implementation has: entries skipped there would be end-of-directory
  * entries in front of the set.  The search starts at the directory's
  * free_hint (the caller holds dir's i_rwsem exclusive), so filling a
- * directory does not rescan it from the start every time.
+ * directory does not rescan it from the start every time, and goes
+ * through the directory's index when it has one.
  */
 int exfat_find_slots(struct inode *dir, unsigned int nr, u32 busy,
 		     unsigned int busy_nr, u32 *eidx)
 {
 	u32 per_sect = exfat_dentries_per_sect(EXFAT_SB(dir->i_sb));
 	struct exfat_inode_info *ei = EXFAT_I(dir);
-	struct exfat_dir_iter it;
-	const union exfat_dentry *de;
-	u32 i, run, total, first = 0, eod, free;
-	int err = 0;
+	u32 start, first = 0, free;
+	int ret;
 
 	lockdep_assert_held_write(&dir->i_rwsem);
 	for (;;) {
-		total = exfat_dir_entries(dir);
-		run = 0;
-		eod = total;
 		/* from the start of the hint's sector: a run may begin there */
-		i = min(ei->free_hint, total) & ~(per_sect - 1);
-		free = total;
-		exfat_dir_iter_init(&it, dir);
-		for (; i < total; i++) {
-			de = exfat_dir_iter_get(&it, i);
-			if (IS_ERR(de)) {
-				err = PTR_ERR(de);
-				break;
-			}
-			if (exfat_type_in_use(de->generic.type) ||
-			    exfat_in_range(i, busy, busy_nr)) {
-				run = 0;
-				continue;
-			}
-			if (free == total)
-				free = i;
-			if (de->generic.type == EXFAT_TYPE_EOD && eod == total)
-				eod = i;
-			if (++run < nr)
-				continue;
-			first = i + 1 - nr;
-			if (nr > per_sect || first >= eod ||
-			    (first & (per_sect - 1)) + nr <= per_sect)
-				break;
-		}
-		exfat_dir_iter_release(&it);
-		if (err)
-			return err;
-		if (i < total) {
+		start = min(ei->free_hint, exfat_dir_entries(dir)) &
+			~(per_sect - 1);
+		ret = exfat_index_slots(dir, start, nr, busy, busy_nr, &first,
+					&free);
+		if (ret == -ESTALE)
+			ret = exfat_scan_slots(dir, start, nr, busy, busy_nr,
+					       &first, &free);
+		if (ret < 0)
+			return ret;
+		if (ret) {
 			*eidx = first;
 			/* nothing unused before the set: look after it next */
 			ei->free_hint = free == first ? first + nr : free;
 			return 0;
 		}
 		ei->free_hint = free;
-		/* rescanned: a free run at the end continues into it */
-		err = exfat_grow_dir(dir);
-		if (err)
-			return err;
+		/* searched: a free run at the end continues into it */
+		ret = exfat_grow_dir(dir);
+		if (ret)
+			return ret;
 	}
 }
 

@@ -15,6 +15,7 @@
  *				set lock to map its blocks, so no set lock
  *				is ever taken with a map_lock held
  *   sbi->alloc_lock		allocation bitmap, FAT contents, free count
+ *   sbi->dindex_lock		the list of directory indexes (a spinlock)
  *
  * There is no volume-wide lock on the I/O path: mapping a file block takes
  * only that inode's map_lock, shared, once its extent cache covers the block.
@@ -212,6 +213,15 @@ struct exfat_sb_info {
 	errseq_t	meta_wb_err;
 	unsigned long	state;		/* EXFAT_STATE_* bits */
 	struct ratelimit_state msg_ratelimit;
+	/*
+	 * Directories with an index (struct exfat_dindex), oldest first,
+	 * for the shrinker; dindex_lock guards the list, nr_dindex and
+	 * every ei->dindex pointer change.
+	 */
+	spinlock_t	dindex_lock;
+	struct list_head dindex_list;
+	unsigned long	nr_dindex;
+	struct shrinker	*dindex_shrinker;
 	struct rcu_head	rcu;
 };
 
@@ -275,6 +285,13 @@ struct exfat_inode_info {
 	 * use is (exfat_find_slots, __exfat_delete_entries).
 	 */
 	u32		free_hint;
+	/*
+	 * Directories: the in-memory index (dindex.c), or NULL.  Set under
+	 * i_rwsem held shared or exclusive (and dindex_lock), read under
+	 * i_rwsem, cleared and freed with i_rwsem held exclusive, by the
+	 * shrinker or at eviction.
+	 */
+	struct exfat_dindex *dindex;
 
 	/* completed writeback, handled in process context; see file.c */
 	spinlock_t	ioend_lock;
@@ -505,6 +522,18 @@ bool exfat_name_valid(const u16 *uni, unsigned int len);
 int exfat_utf8_to_char(const u8 *s, unsigned int len, u32 *c);
 unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len);
 
+/* dindex.c */
+struct exfat_dindex *exfat_dindex_alloc(u32 nr_slots);
+void exfat_dindex_free(struct exfat_dindex *idx);
+int exfat_dindex_grow(struct exfat_dindex *idx, u32 nr_slots);
+void exfat_dindex_set_type(struct exfat_dindex *idx, u32 eidx, u8 type);
+int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash);
+bool exfat_dindex_remove(struct exfat_dindex *idx, u32 eidx, int hash);
+u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u32 *cursor);
+bool exfat_dindex_find_run(const struct exfat_dindex *idx, u32 start,
+			   unsigned int nr, u32 busy, unsigned int busy_nr,
+			   u32 per_sect, u32 *first, u32 *free);
+
 /* map.c */
 int exfat_check_chain_run(struct inode *inode, u32 clu, u32 len);
 int exfat_map_prefill(struct inode *inode, u32 fclu);
@@ -536,6 +565,28 @@ struct exfat_dir_iter {
 	u32		run_len;	/* and length (0: none) */
 	struct buffer_head *bh;		/* sector last returned from */
 	sector_t	sect;
+};
+
+/*
+ * The in-memory index of a directory (dindex.c).  Its contents change
+ * only with the directory's i_rwsem held exclusive, and are read with it
+ * held shared at least; bad may be set by a reader (then the index is no
+ * longer used, and is dropped by the next writer).
+ */
+struct exfat_dindex {
+	struct list_head lru;		/* sbi->dindex_list */
+	struct inode	*dir;
+	bool		bad;		/* found out of date: not to be used */
+	u32		nr_slots;	/* entries covered */
+	unsigned long	*in_use;	/* a bit per entry */
+	unsigned long	*eod;		/* a bit per entry of type 0x00 */
+	u32		*heads;		/* buckets: node number + 1, or 0 */
+	unsigned int	hash_bits;	/* log2 of the number of buckets */
+	struct exfat_dindex_node *nodes;
+	u32		nr_nodes;	/* used, the free list included */
+	u32		cap_nodes;
+	u32		free_node;	/* free list: node number + 1, or 0 */
+	u32		nr_sets;
 };
 
 struct exfat_entry_set {
@@ -597,6 +648,11 @@ int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
 			  unsigned int old_nr, u32 busy, unsigned int busy_nr,
 			  u32 *eidx);
 int exfat_dir_find_type(struct inode *dir, u8 type, u32 *eidx);
+int exfat_index_find(struct inode *dir, const u16 *uni, unsigned int len,
+		     u16 hash, __le16 *cand, struct exfat_entry_set **esp);
+void exfat_dir_index_drop(struct inode *dir);
+int exfat_dindex_shrinker_init(struct super_block *sb);
+void exfat_dindex_shrinker_free(struct super_block *sb);
 int exfat_delete_entries(struct exfat_dir_iter *it, u32 eidx, unsigned int nr);
 unsigned int exfat_es_get_name(const struct exfat_entry_set *es, __le16 *name);
 bool exfat_es_name_differs(const struct exfat_entry_set *es, const u16 *uni,

@@ -150,9 +150,10 @@ int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
 }
 
 /*
- * Find the entry set named uni (len units, hash its NameHash) in dir,
- * from the directory's find_hint to its end, then from its start to the
- * hint.  Returns its verified copy, NULL when absent, or an ERR_PTR.
+ * Find the entry set named uni (len units, hash its NameHash) in dir:
+ * through the directory's index, or when it cannot answer, by a scan from
+ * the directory's find_hint to its end, then from its start to the hint.
+ * Returns its verified copy, NULL when absent, or an ERR_PTR.
  */
 static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 					  unsigned int len, u16 hash)
@@ -172,6 +173,10 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 	if (!cand)
 		return ERR_PTR(-ENOMEM);
 
+	ret = exfat_index_find(dir, uni, len, hash, cand, &es);
+	if (ret != -ESTALE)
+		goto out;
+	ret = 0;
 	for (pass = 0; pass < 2 && !ret && (!pass || start); pass++) {
 		exfat_walk_init(&w, dir, pass ? 0 : start);
 		if (pass)
@@ -187,6 +192,7 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 		}
 		exfat_walk_release(&w);
 	}
+out:
 	kfree(cand);
 	if (ret < 0)
 		return ERR_PTR(ret);

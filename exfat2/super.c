@@ -128,6 +128,7 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->data_gen = 0;
 	ei->find_hint = 0;
 	ei->free_hint = 0;
+	ei->dindex = NULL;
 	ei->tail_clean = true;
 	ei->ext = NULL;
 	ei->nr_ext = 0;
@@ -159,6 +160,7 @@ static void exfat_evict_inode(struct inode *inode)
 	}
 	clear_inode(inode);
 	exfat_drop_extents(inode);
+	exfat_dir_index_drop(inode);
 }
 
 static int exfat_sync_fs(struct super_block *sb, int wait)
@@ -206,6 +208,7 @@ static void exfat_put_super(struct super_block *sb)
 	}
 	exfat_drop_pending_frees(sb);
 	exfat_free_bitmap(sb);
+	exfat_dindex_shrinker_free(sb);
 	destroy_workqueue(EXFAT_SB(sb)->ioend_wq);
 }
 
@@ -755,6 +758,9 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 					WQ_MEM_RECLAIM | WQ_FREEZABLE, 0, sb->s_id);
 	if (!sbi->ioend_wq)
 		return -ENOMEM;
+	err = exfat_dindex_shrinker_init(sb);
+	if (err)
+		goto out;
 	bs = kmalloc(sizeof(*bs), GFP_KERNEL);
 	if (!bs) {
 		err = -ENOMEM;
@@ -826,6 +832,7 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 out:
 	/* the up-case table goes with sbi in exfat_kill_sb */
 	exfat_free_bitmap(sb);
+	exfat_dindex_shrinker_free(sb);
 	destroy_workqueue(sbi->ioend_wq);
 	return err;
 }

@@ -372,14 +372,21 @@ commit "add FAT access, cluster allocation and extent mapping" \
   array of extents, so lookups are a binary search under the inode's
   shared map lock and long fragmented files are never walked again."
 
-add_src entry.c
+add_src dindex.c entry.c
 commit "add directory entry sets" \
 "Directory entries are grouped in entry sets (a File entry, a Stream
 Extension entry and File Name entries) protected by a set checksum.
 Add the code that reads a file's entry set through the buffer cache,
 verifies its type sequence, NameLength and SetChecksum before anything
 in it is trusted, finds free runs of entries, and writes, updates and
-deletes entry sets, growing directories when they are full."
+deletes entry sets, growing directories when they are full.
+
+exFAT has no directory index on disk.  dindex.c keeps one in memory for
+each directory searched (the File entry of every set by its NameHash,
+and which entries are in use), so that a lookup, a negative lookup and a
+create read only the sets it names instead of the whole directory.  It
+is checked against the disk at every use, and freed by a shrinker under
+memory pressure."
 
 add_src dir.c namei.c inode.c
 commit "add inode, lookup and directory operations" \
@@ -449,11 +456,15 @@ device:
 - upcase_test.c: UTF-8 <-> UTF-16 conversion (surrogate pairs, lone
   surrogates, invalid sequences, lengths), case-folded comparison
   through the recommended up-case table, and the rules for new names and
-  trailing dots.
+  trailing dots;
+- dindex_test.c: the directory index's hash table (collisions, growth,
+  removal with and without the hash) and its search for free entries
+  under the rules for placing entry sets.
 
-The test files are included at the end of format.c and upcase.c, as ext4
-does for mballoc-test.c, so that they can reach static helpers; they are
-built when EXFAT2_KUNIT_TEST is enabled and run when the module loads."
+The test files are included at the end of format.c, upcase.c and
+dindex.c, as ext4 does for mballoc-test.c, so that they can reach static
+helpers; they are built when EXFAT2_KUNIT_TEST is enabled and run when
+the module loads."
 
 withdoc=1
 added_now+=(Documentation/filesystems/exfat2.rst)

@@ -4,8 +4,11 @@ in-tree driver reading the result."""
 
 import errno
 import os
+import random
+import struct
 
-from lib import Image, assert_eq, assert_true, expect_errno, mount, test
+from lib import (Image, assert_eq, assert_true, dmesg_this_test,
+                 expect_errno, mount, sh, test)
 from tree import NAMES, diff_manifests, manifest, pattern, write_file
 
 
@@ -132,3 +135,115 @@ def rename_flags_and_attrs():
         with mount(img.dev, driver="intree", opts="ro") as mnt:
             theirs = strip_atime(manifest(mnt))
         diff_manifests(ours, theirs, "exfat2", "in-tree")
+
+
+def _drop_dentries():
+    """Forget unused dentries and inodes (and, through the shrinkers,
+    directory indexes whose directory nobody holds locked)."""
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+
+
+@test(timeout=300, writes=True)
+def dir_index_hit_checked_against_disk():
+    """The in-memory directory index is never trusted over the disk: a
+    set renamed behind the driver's back (in the loop device's backing
+    file, its cached sectors dropped) is not found by its old name and is
+    found by its new one; the index is dropped with a message, and the
+    next create rebuilds it."""
+    import rawfs
+    from corrupt import name_hash, utf16_units
+    with Image(size_mb=32) as img:
+        with mount(img.dev) as mnt:
+            d = f"{mnt}/d"
+            os.mkdir(d)
+            for i in range(60):
+                write_file(f"{d}/file-{i:03d}", 100 + i, seed=i)
+            os.sync()
+            fd = os.open(d, os.O_RDONLY)   # the directory and its index stay
+            try:
+                _drop_dentries()
+                os.stat(f"{d}/file-000")   # through the index
+                v = rawfs.Volume(img.path)
+                s, parent = v.lookup("d/file-017")
+                units = utf16_units("file-q17")
+                ents = [bytearray(e) for e in s.entries]
+                ents[1][4:6] = struct.pack("<H", name_hash(units,
+                                                           v.upcase()))
+                ents[2][2:18] = struct.pack("<8H", *units)
+                v.write_set(parent, s.eidx, [bytes(e) for e in ents])
+                v.close()
+                sh(f"blockdev --flushbufs {img.dev}")
+                expect_errno(errno.ENOENT, os.stat, f"{d}/file-017")
+                assert_eq(os.stat(f"{d}/file-q17").st_size, 117,
+                          "size of the renamed file")
+                assert_true("index out of date" in dmesg_this_test(),
+                            "no message about the index")
+                write_file(f"{d}/new", 10, seed=99)   # rebuilds it
+                _drop_dentries()
+                assert_eq(os.stat(f"{d}/file-q17").st_size, 117,
+                          "size of the renamed file, rebuilt index")
+                expect_errno(errno.ENOENT, os.stat, f"{d}/file-017")
+                assert_eq(len(os.listdir(d)), 61, "entries")
+            finally:
+                os.close(fd)
+
+
+@test(timeout=900, writes=True)
+def big_directory_through_index():
+    """A directory of thousands of names, changed with holes, case-only
+    lookups, long and short names replacing each other and the indexes
+    dropped by the shrinker in between, matches a model of it, as exfat2
+    and the in-tree driver list it."""
+    rnd = random.Random(21)
+    with Image(size_mb=64, cluster=4096) as img:
+        model = {}
+        with mount(img.dev) as mnt:
+            d = f"{mnt}/big"
+            os.mkdir(d)
+
+            def name(i, long):
+                return f"n{i:05d}-" + ("L" * (100 + i % 90) if long else "s")
+
+            for i in range(3000):
+                nm = name(i, i % 7 == 0)
+                write_file(f"{d}/{nm}", i % 50, seed=i)
+                model[nm] = i % 50
+            for step in range(2500):
+                op = rnd.random()
+                i = rnd.randrange(3300)
+                nm = name(i, rnd.random() < 0.2)
+                if op < 0.3 and model:
+                    victim = rnd.choice(sorted(model))
+                    os.unlink(f"{d}/{victim}")
+                    del model[victim]
+                elif op < 0.6:
+                    if nm in model:
+                        expect_errno(errno.EEXIST, os.open, f"{d}/{nm}",
+                                     os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    else:
+                        write_file(f"{d}/{nm}", i % 50, seed=i)
+                        model[nm] = i % 50
+                elif op < 0.8 and model:
+                    old = rnd.choice(sorted(model))
+                    if nm not in model:
+                        os.rename(f"{d}/{old}", f"{d}/{nm}")
+                        model[nm] = model.pop(old)
+                else:
+                    # a lookup in another case: found iff in the model
+                    up = nm.upper()
+                    if nm in model:
+                        assert_eq(os.stat(f"{d}/{up}").st_size, model[nm],
+                                  f"size of {up}")
+                    else:
+                        expect_errno(errno.ENOENT, os.stat, f"{d}/{up}")
+                if step % 500 == 499:
+                    _drop_dentries()
+            ours = sorted(os.listdir(d))
+            assert_eq(ours, sorted(model), "exfat2's listing vs the model")
+            for nm in rnd.sample(sorted(model), 200):
+                assert_eq(os.stat(f"{d}/{nm}").st_size, model[nm],
+                          f"size of {nm}")
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            theirs = sorted(os.listdir(f"{mnt}/big"))
+        assert_eq(theirs, sorted(model), "in-tree listing vs the model")

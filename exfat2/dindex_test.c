@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for the directory index.  Included at the end of dindex.c.
+ */
+#include <kunit/test.h>
+
+static struct exfat_dindex *exfat_test_dindex(struct kunit *test, u32 slots)
+{
+	struct exfat_dindex *idx = exfat_dindex_alloc(slots);
+
+	KUNIT_ASSERT_NOT_NULL(test, idx);
+	return idx;
+}
+
+/* Is eidx among the sets the index gives for hash? */
+static bool exfat_test_dindex_has(const struct exfat_dindex *idx, u16 hash,
+				  u32 eidx)
+{
+	u32 cursor = 0, e;
+
+	while ((e = exfat_dindex_next(idx, hash, &cursor)) != U32_MAX)
+		if (e == eidx)
+			return true;
+	return false;
+}
+
+static unsigned int exfat_test_dindex_count(const struct exfat_dindex *idx,
+					    u16 hash)
+{
+	u32 cursor = 0;
+	unsigned int n = 0;
+
+	while (exfat_dindex_next(idx, hash, &cursor) != U32_MAX)
+		n++;
+	return n;
+}
+
+static void exfat_dindex_hash_test(struct kunit *test)
+{
+	struct exfat_dindex *idx = exfat_test_dindex(test, 64);
+
+	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1234), 0);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 10, 0x1234), 0);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 20, 0x1234), 0);
+	/* same bucket, another hash */
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 30, 0x1244), 0);
+	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1234), 2);
+	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1244), 1);
+	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x4321), 0);
+	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1234, 10));
+	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1234, 20));
+	KUNIT_EXPECT_FALSE(test, exfat_test_dindex_has(idx, 0x1234, 30));
+
+	KUNIT_EXPECT_TRUE(test, exfat_dindex_remove(idx, 10, 0x1234));
+	KUNIT_EXPECT_FALSE(test, exfat_dindex_remove(idx, 10, 0x1234));
+	KUNIT_EXPECT_FALSE(test, exfat_test_dindex_has(idx, 0x1234, 10));
+	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1234, 20));
+	/* hash unknown: found anyway */
+	KUNIT_EXPECT_TRUE(test, exfat_dindex_remove(idx, 30, -1));
+	KUNIT_EXPECT_EQ(test, idx->nr_sets, 1);
+	/* a freed node is used again */
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 40, 0x1244), 0);
+	KUNIT_EXPECT_EQ(test, idx->nr_nodes, 3);
+	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1244, 40));
+	exfat_dindex_free(idx);
+}
+
+/* Many sets: the table grows and still finds every one. */
+static void exfat_dindex_rehash_test(struct kunit *test)
+{
+	struct exfat_dindex *idx = exfat_test_dindex(test, 30000);
+	u32 i;
+
+	for (i = 0; i < 10000; i++)
+		KUNIT_ASSERT_EQ(test, exfat_dindex_add(idx, i * 3,
+						       (i * 40503) & 0xffff), 0);
+	KUNIT_EXPECT_GT(test, idx->hash_bits, 11U);
+	for (i = 0; i < 10000; i += 2) {
+		bool gone = exfat_dindex_remove(idx, i * 3,
+						(i * 40503) & 0xffff);
+
+		KUNIT_ASSERT_TRUE(test, gone);
+	}
+	for (i = 0; i < 10000; i++)
+		KUNIT_EXPECT_EQ(test,
+				exfat_test_dindex_has(idx, (i * 40503) & 0xffff,
+						      i * 3),
+				(bool)(i & 1));
+	KUNIT_EXPECT_EQ(test, idx->nr_sets, 5000);
+	exfat_dindex_free(idx);
+}
+
+static void exfat_dindex_mark(struct exfat_dindex *idx, u32 from, u32 to,
+			      u8 type)
+{
+	for (; from < to; from++)
+		exfat_dindex_set_type(idx, from, type);
+}
+
+/*
+ * The run of nr entries found from start (sectors of 16 entries), busy_nr
+ * from busy not free: first (U32_MAX: none) and the first free entry.
+ */
+static void exfat_expect_run(struct kunit *test,
+			     const struct exfat_dindex *idx, u32 start,
+			     unsigned int nr, u32 busy, unsigned int busy_nr,
+			     u32 want_first, u32 want_free)
+{
+	u32 first = U32_MAX, free;
+	bool found = exfat_dindex_find_run(idx, start, nr, busy, busy_nr, 16,
+					   &first, &free);
+
+	KUNIT_EXPECT_EQ(test, found, want_first != U32_MAX);
+	if (found)
+		KUNIT_EXPECT_EQ(test, first, want_first);
+	KUNIT_EXPECT_EQ(test, free, want_free);
+}
+
+/* Runs found as exfat_find_slots() finds them. */
+static void exfat_dindex_run_test(struct kunit *test)
+{
+	struct exfat_dindex *idx = exfat_test_dindex(test, 64);
+
+	exfat_dindex_mark(idx, 0, 5, EXFAT_TYPE_FILE);
+	exfat_dindex_mark(idx, 5, 64, EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE);
+	exfat_expect_run(test, idx, 0, 3, 0, 0, 5, 5);
+	/* 12 entries do not fit in 5..15: the next sector */
+	exfat_expect_run(test, idx, 0, 12, 0, 0, 16, 5);
+	/* entries promised to another set are not free */
+	exfat_expect_run(test, idx, 0, 3, 5, 2, 7, 7);
+	/* more than a sector's worth: anywhere */
+	exfat_expect_run(test, idx, 0, 20, 0, 0, 5, 5);
+	/* an end of directory at 10 in mid-sector: the set starts there */
+	exfat_dindex_mark(idx, 10, 64, EXFAT_TYPE_EOD);
+	exfat_expect_run(test, idx, 0, 12, 0, 0, 10, 5);
+	/* nothing free from 16 on */
+	exfat_dindex_mark(idx, 16, 64, EXFAT_TYPE_STREAM);
+	exfat_expect_run(test, idx, 16, 1, 0, 0, U32_MAX, 64);
+	/* growth adds end-of-directory entries */
+	KUNIT_EXPECT_EQ(test, exfat_dindex_grow(idx, 200), 0);
+	KUNIT_EXPECT_EQ(test, idx->nr_slots, 200);
+	exfat_expect_run(test, idx, 16, 17, 0, 0, 64, 64);
+	KUNIT_EXPECT_TRUE(test, test_bit(199, idx->eod));
+	KUNIT_EXPECT_TRUE(test, test_bit(20, idx->in_use));
+	KUNIT_EXPECT_FALSE(test, test_bit(20, idx->eod));
+	exfat_dindex_free(idx);
+}
+
+static struct kunit_case exfat_dindex_test_cases[] = {
+	KUNIT_CASE(exfat_dindex_hash_test),
+	KUNIT_CASE(exfat_dindex_rehash_test),
+	KUNIT_CASE(exfat_dindex_run_test),
+	{}
+};
+
+static struct kunit_suite exfat_dindex_test_suite = {
+	.name = "exfat2_dindex",
+	.test_cases = exfat_dindex_test_cases,
+};
+
+kunit_test_suite(exfat_dindex_test_suite);
