@@ -244,6 +244,120 @@ static bool exfat_find_free_run(struct super_block *sb, u32 hint, u32 max,
 	return false;
 }
 
+/*
+ * Allocation windows.  Files written at the same time allocate in turns,
+ * and without more each would get the clusters after the other's last
+ * ones: their chains interleave, a run per write.  So a file that
+ * allocates keeps a window on the free clusters after its last one, in
+ * memory only (exFAT cannot record clusters past DataLength), and other
+ * files' allocations step over it.  A window is a hint, never an
+ * allocation: the bitmap is the only record of what is in use, nothing is
+ * counted as used, and when the free space outside the windows is not
+ * found, allocations take it inside them.  A window grows with its file
+ * (from 4 MiB up to 64 MiB) and goes when the file is closed by a writer,
+ * truncated or evicted; the EXFAT_MAX_WINDOWS newest are kept.  Windows
+ * are guarded by alloc_lock.
+ */
+#define EXFAT_MAX_WINDOWS	32
+
+static void exfat_window_del(struct exfat_sb_info *sbi,
+			     struct exfat_inode_info *ei)
+{
+	list_del_init(&ei->win_node);
+	WRITE_ONCE(ei->win_len, 0);
+	sbi->nr_windows--;
+}
+
+/*
+ * Clip the free run [*start, *start + *len) to what lies outside the
+ * windows of files other than self (NULL: of every file).  Returns false
+ * when *start is inside one; then *next is where that window ends.
+ */
+static bool exfat_window_clip(struct exfat_sb_info *sbi,
+			      const struct exfat_inode_info *self, u32 *start,
+			      u32 *len, u32 *next)
+{
+	struct exfat_inode_info *ei;
+
+	list_for_each_entry(ei, &sbi->windows, win_node) {
+		if (ei == self)
+			continue;
+		if (*start - ei->win_start < ei->win_len) {
+			*next = ei->win_start + ei->win_len;
+			return false;
+		}
+		if (ei->win_start - *start < *len)
+			*len = ei->win_start - *start;
+	}
+	return true;
+}
+
+/*
+ * After an allocation: the window of ei starts after its last cluster and
+ * ends where another file's begins; none if that cluster is in one.
+ */
+static void exfat_window_set(struct exfat_sb_info *sbi,
+			     struct exfat_inode_info *ei, u32 last)
+{
+	u32 end = sbi->clu_count + EXFAT_FIRST_CLUSTER, start = last + 1;
+	u32 len = clamp_t(u32, ei->alloc_clus, SZ_4M >> sbi->clu_shift,
+			  SZ_64M >> sbi->clu_shift);
+	u32 next;
+
+	lockdep_assert_held(&sbi->alloc_lock);
+	len = min(max(len, 1U), start < end ? end - start : 0);
+	if (!len || !exfat_window_clip(sbi, ei, &start, &len, &next)) {
+		if (ei->win_len)
+			exfat_window_del(sbi, ei);
+		return;
+	}
+	if (!ei->win_len) {
+		if (sbi->nr_windows == EXFAT_MAX_WINDOWS)
+			exfat_window_del(sbi, list_first_entry(&sbi->windows,
+							       struct exfat_inode_info,
+							       win_node));
+		sbi->nr_windows++;
+	}
+	list_move_tail(&ei->win_node, &sbi->windows);
+	ei->win_start = start;
+	WRITE_ONCE(ei->win_len, len);
+}
+
+/* The file no longer needs its window (closed, truncated, evicted). */
+void exfat_window_drop(struct inode *inode)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+
+	if (!READ_ONCE(ei->win_len))
+		return;
+	mutex_lock(&sbi->alloc_lock);
+	if (ei->win_len)
+		exfat_window_del(sbi, ei);
+	mutex_unlock(&sbi->alloc_lock);
+}
+
+/*
+ * exfat_find_free_run() stepping over the windows of files other than
+ * self; inside them only when nothing is found outside.
+ */
+static bool exfat_find_run_outside(struct super_block *sb,
+				   const struct exfat_inode_info *self,
+				   u32 hint, u32 max, u32 *start, u32 *len)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	u32 h = hint, tries;
+
+	/* each try steps over a window; twice as many: the search wraps */
+	for (tries = 0; tries <= 2 * sbi->nr_windows + 1; tries++) {
+		if (!exfat_find_free_run(sb, h, max, start, len))
+			return false;
+		if (exfat_window_clip(sbi, self, start, len, &h))
+			return true;
+	}
+	return exfat_find_free_run(sb, hint, max, start, len);
+}
+
 /* Set or clear the bitmap bits of clusters [clu, clu + len). */
 static void exfat_bitmap_set_range(struct super_block *sb, u32 clu, u32 len,
 				   bool used)
@@ -515,7 +629,7 @@ int exfat_alloc_clusters(struct inode *inode, u32 want)
 	hint = last ? last + 1 : sbi->alloc_hint;
 
 	while (need) {
-		if (!exfat_find_free_run(sb, hint, need, &start, &len)) {
+		if (!exfat_find_run_outside(sb, ei, hint, need, &start, &len)) {
 			exfat_fs_error(sb, "bitmap has no free cluster, %u counted free",
 				       sbi->free_clusters);
 			err = -EFSCORRUPTED;
@@ -530,6 +644,8 @@ int exfat_alloc_clusters(struct inode *inode, u32 want)
 		hint = last + 1;
 	}
 	sbi->alloc_hint = hint;
+	if (!err)
+		exfat_window_set(sbi, ei, last);
 out:
 	mutex_unlock(&sbi->alloc_lock);
 	exfat_fat_cursor_release(&cur);
@@ -714,6 +830,8 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 
 	mutex_lock(&sbi->alloc_lock);
 	exfat_set_vol_dirty(sb);
+	if (ei->win_len)
+		exfat_window_del(sbi, ei);
 	if (why) {
 		/* leaked: only cut the chain, below */
 	} else if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {
@@ -849,8 +967,8 @@ int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu)
 		return 0;
 	}
 	if (!sbi->free_clusters ||
-	    !exfat_find_free_run(sb, sbi->alloc_hint,
-				 min(batch, sbi->free_clusters), clu, &len)) {
+	    !exfat_find_run_outside(sb, NULL, sbi->alloc_hint,
+				    min(batch, sbi->free_clusters), clu, &len)) {
 		mutex_unlock(&sbi->alloc_lock);
 		return -ENOSPC;
 	}

@@ -14,7 +14,8 @@
  *				valid_size; a directory's is taken under a
  *				set lock to map its blocks, so no set lock
  *				is ever taken with a map_lock held
- *   sbi->alloc_lock		allocation bitmap, FAT contents, free count
+ *   sbi->alloc_lock		allocation bitmap, FAT contents, free count,
+ *				allocation windows
  *   sbi->dindex_lock		the list of directory indexes (a spinlock)
  *
  * There is no volume-wide lock on the I/O path: mapping a file block takes
@@ -142,6 +143,8 @@ struct exfat_sb_info {
 	u32		bitmap_clus;	/* its length in clusters */
 	u32		free_clusters;
 	u32		alloc_hint;	/* where the next search starts */
+	struct list_head windows;	/* allocation windows, oldest first */
+	unsigned int	nr_windows;	/* (balloc.c; under alloc_lock) */
 	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
 	u32		pending_clusters;
 	u64		alloc_seq;	/* bumped by every allocation */
@@ -263,6 +266,14 @@ struct exfat_inode_info {
 	 */
 	u32		map_seq;
 	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
+	/*
+	 * Allocation window (balloc.c): free clusters after the last one
+	 * that other files' allocations step over; win_len 0: none.  Under
+	 * sbi->alloc_lock.
+	 */
+	u32		win_start;
+	u32		win_len;
+	struct list_head win_node;	/* in sbi->windows */
 	loff_t		disk_valid;	/* ValidDataLength last written to disk */
 	/*
 	 * sbi->flush_seq when a data write of this file last completed
@@ -488,6 +499,7 @@ const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
 			    u32 *free);
 void exfat_claim_run(struct inode *inode, u32 clu, u32 len);
 int exfat_alloc_clusters(struct inode *inode, u32 want);
+void exfat_window_drop(struct inode *inode);
 int exfat_append_dir_cluster(struct inode *dir);
 int exfat_commit_frees(struct super_block *sb);
 void exfat_drop_pending_frees(struct super_block *sb);

@@ -944,6 +944,14 @@ static int exfat_file_open(struct inode *inode, struct file *file)
 	return generic_file_open(inode, file);
 }
 
+/* A writer closing the file: it no longer needs an allocation window. */
+static int exfat_file_release(struct inode *inode, struct file *file)
+{
+	if (file->f_mode & FMODE_WRITE)
+		exfat_window_drop(inode);
+	return 0;
+}
+
 static ssize_t exfat_splice_read(struct file *in, loff_t *ppos,
 				 struct pipe_inode_info *pipe, size_t len,
 				 unsigned int flags)
@@ -975,6 +983,7 @@ int exfat_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
 
 const struct file_operations exfat_file_operations = {
 	.open		= exfat_file_open,
+	.release	= exfat_file_release,
 	.llseek		= generic_file_llseek,
 	.read_iter	= exfat_file_read_iter,
 	.write_iter	= exfat_file_write_iter,

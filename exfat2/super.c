@@ -123,6 +123,8 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->valid_size = 0;
 	ei->alloc_clus = 0;
 	ei->alloc_seq = 0;
+	ei->win_len = 0;
+	INIT_LIST_HEAD(&ei->win_node);
 	ei->deleted = false;
 	ei->disk_valid = 0;
 	ei->data_gen = 0;
@@ -159,6 +161,7 @@ static void exfat_evict_inode(struct inode *inode)
 		up_write(&ei->map_lock);
 	}
 	clear_inode(inode);
+	exfat_window_drop(inode);
 	exfat_drop_extents(inode);
 	exfat_dir_index_drop(inode);
 }
@@ -932,6 +935,7 @@ static int exfat_init_fs_context(struct fs_context *fc)
 	for (i = 0; i < EXFAT_SET_LOCKS; i++)
 		init_rwsem(&sbi->set_locks[i]);
 	INIT_LIST_HEAD(&sbi->pending_frees);
+	INIT_LIST_HEAD(&sbi->windows);
 	ratelimit_state_init(&sbi->msg_ratelimit, DEFAULT_RATELIMIT_INTERVAL,
 			     DEFAULT_RATELIMIT_BURST);
 

@@ -111,15 +111,18 @@ def write_file(path, n, seed=0):
 
 
 def interleave(paths, chunk, count, seed=0):
-    """Grow several files in turns, chunk bytes at a time, fsyncing each
-    step so that their clusters interleave on disk (fragmentation)."""
-    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-           for p in paths]
-    try:
-        for i in range(count):
-            for j, fd in enumerate(fds):
+    """Grow several files in turns, chunk bytes at a time, each step an
+    open, write, fsync and close of its own, so that their clusters
+    interleave on disk (fragmentation: FAT chains).  A file kept open
+    would not do with exfat2: its allocation window keeps the others out
+    of the clusters after its last one until a writer closes it."""
+    for p in paths:
+        os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    for i in range(count):
+        for j, p in enumerate(paths):
+            fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+            try:
                 os.write(fd, pattern(chunk, seed + i * 131 + j))
                 os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
+            finally:
+                os.close(fd)
