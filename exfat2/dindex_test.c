@@ -143,6 +143,14 @@ static void exfat_dindex_run_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, test_bit(199, idx->eod));
 	KUNIT_EXPECT_TRUE(test, test_bit(20, idx->in_use));
 	KUNIT_EXPECT_FALSE(test, test_bit(20, idx->eod));
+	/* a hint moves back to an entry freed, not to one already free */
+	exfat_dindex_set_run_hint(idx, 3, 100);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_run_hint(idx, 3), 100);
+	exfat_dindex_set_type(idx, 70, EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_run_hint(idx, 3), 100);
+	exfat_dindex_set_type(idx, 30, EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_run_hint(idx, 3), 30);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_run_hint(idx, 40), 0);
 	exfat_dindex_free(idx);
 }
 

@@ -971,8 +971,10 @@ static int exfat_scan_slots(struct inode *dir, u32 start, unsigned int nr,
 }
 
 /*
- * The same search through dir's index, the run found checked on the
- * disk.  -ESTALE when the index cannot answer.
+ * The same search through dir's index, from where a run of nr entries may
+ * begin (exfat_dindex_run_hint()) if that is past start; the run found is
+ * checked on the disk.  *free is then start: entries between the two may
+ * be unused.  -ESTALE when the index cannot answer.
  */
 static int exfat_index_slots(struct inode *dir, u32 start, unsigned int nr,
 			     u32 busy, unsigned int busy_nr, u32 *first,
@@ -982,18 +984,31 @@ static int exfat_index_slots(struct inode *dir, u32 start, unsigned int nr,
 	struct exfat_dindex *idx = exfat_dir_index_w(dir);
 	const union exfat_dentry *de;
 	struct exfat_dir_iter it;
+	u32 i, from, total;
 	int ret = 1;
-	u32 i;
 
 	if (!idx)
 		return -ESTALE;
-	if (idx->nr_slots != exfat_dir_entries(dir)) {
+	total = exfat_dir_entries(dir);
+	if (idx->nr_slots != total) {
 		exfat_dindex_stale(dir, idx, idx->nr_slots);
 		return -ESTALE;
 	}
-	if (!exfat_dindex_find_run(idx, start, nr, busy, busy_nr, per_sect,
-				   first, free))
+	from = max(start, exfat_dindex_run_hint(idx, nr) & ~(per_sect - 1));
+	if (!exfat_dindex_find_run(idx, from, nr, busy, busy_nr, per_sect,
+				   first, free)) {
+		/* one may start in the last nr - 1, and go on past the end */
+		if (!busy_nr)
+			exfat_dindex_set_run_hint(idx, nr,
+						  max(from, total - min(total, nr - 1)));
+		if (from != start)
+			*free = start;
 		return 0;
+	}
+	if (!busy_nr)
+		exfat_dindex_set_run_hint(idx, nr, *first);
+	if (from != start)
+		*free = start;
 	exfat_dir_iter_init(&it, dir);
 	for (i = *first; i < *first + nr && ret > 0; i++) {
 		de = exfat_dir_iter_get(&it, i);

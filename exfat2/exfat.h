@@ -541,6 +541,9 @@ int exfat_dindex_grow(struct exfat_dindex *idx, u32 nr_slots);
 void exfat_dindex_set_type(struct exfat_dindex *idx, u32 eidx, u8 type);
 int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash);
 bool exfat_dindex_remove(struct exfat_dindex *idx, u32 eidx, int hash);
+u32 exfat_dindex_run_hint(const struct exfat_dindex *idx, unsigned int nr);
+void exfat_dindex_set_run_hint(struct exfat_dindex *idx, unsigned int nr,
+			       u32 from);
 u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u32 *cursor);
 bool exfat_dindex_find_run(const struct exfat_dindex *idx, u32 start,
 			   unsigned int nr, u32 busy, unsigned int busy_nr,
@@ -585,6 +588,7 @@ struct exfat_dir_iter {
  * held shared at least; bad may be set by a reader (then the index is no
  * longer used, and is dropped by the next writer).
  */
+#define EXFAT_DINDEX_RUN_HINTS	32
 struct exfat_dindex {
 	struct list_head lru;		/* sbi->dindex_list */
 	struct inode	*dir;
@@ -599,6 +603,8 @@ struct exfat_dindex {
 	u32		cap_nodes;
 	u32		free_node;	/* free list: node number + 1, or 0 */
 	u32		nr_sets;
+	/* per run length: no run of free entries that long starts before */
+	u32		run_hint[EXFAT_DINDEX_RUN_HINTS];
 };
 
 struct exfat_entry_set {
