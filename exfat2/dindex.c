@@ -279,9 +279,7 @@ u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u32 *cursor)
  * @first: set to the first entry of the run found
  * @free: set to the first free entry from @start (@idx->nr_slots if none)
  *
- * The rules of exfat_find_slots(): a run that fits in a sector is taken
- * only inside one, unless it starts at or after the first EOD entry (an
- * end of directory in mid-sector, as other systems leave it).
+ * The rules of exfat_find_slots(): exfat_slots_placeable().
  *
  * Returns whether a run was found.
  */
@@ -309,8 +307,7 @@ bool exfat_dindex_find_run(const struct exfat_dindex *idx, u32 start,
 			eod = i;
 		if (++run >= nr) {
 			*first = i + 1 - nr;
-			if (nr > per_sect || *first >= eod ||
-			    (*first & (per_sect - 1)) + nr <= per_sect)
+			if (exfat_slots_placeable(*first, nr, eod, per_sect))
 				return true;
 		}
 		i++;

@@ -128,8 +128,12 @@ static void exfat_dindex_run_test(struct kunit *test)
 	exfat_expect_run(test, idx, 0, 12, 0, 0, 16, 5);
 	/* entries promised to another set are not free */
 	exfat_expect_run(test, idx, 0, 3, 5, 2, 7, 7);
-	/* more than a sector's worth: anywhere */
+	/* more than a sector's worth: File and Stream in one sector */
 	exfat_expect_run(test, idx, 0, 20, 0, 0, 5, 5);
+	exfat_dindex_mark(idx, 5, 15, EXFAT_TYPE_FILE);
+	exfat_expect_run(test, idx, 0, 20, 0, 0, 16, 15);
+	exfat_expect_run(test, idx, 0, 2, 0, 0, 16, 15);
+	exfat_dindex_mark(idx, 5, 15, EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE);
 	/* an end of directory at 10 in mid-sector: the set starts there */
 	exfat_dindex_mark(idx, 10, 64, EXFAT_TYPE_EOD);
 	exfat_expect_run(test, idx, 0, 12, 0, 0, 10, 5);

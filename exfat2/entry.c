@@ -246,6 +246,7 @@ static int exfat_sector_apply(struct exfat_dir_iter *it, u32 sect_first,
 	struct exfat_dindex *idx;
 	union exfat_dentry *de;
 	u32 i, tail = sect_first + per_sect;
+	bool changed = false;
 
 	p = exfat_dir_iter_get(it, sect_first);
 	if (IS_ERR(p))
@@ -258,16 +259,25 @@ static int exfat_sector_apply(struct exfat_dir_iter *it, u32 sect_first,
 		u32 eidx = sect_first + i;
 
 		if (put && exfat_in_range(eidx, put->eidx, put->nr)) {
-			de[i] = put->de[eidx - put->eidx];
+			const union exfat_dentry *src = &put->de[eidx - put->eidx];
+
+			if (memcmp(&de[i], src, sizeof(*src))) {
+				de[i] = *src;
+				changed = true;
+			}
 			tail = eidx + 1;
 		} else if (exfat_in_range(eidx, del, del_nr)) {
+			if (de[i].generic.type & EXFAT_TYPE_IN_USE)
+				changed = true;
 			de[i].generic.type &= ~EXFAT_TYPE_IN_USE;
 		} else if (close_tail && eidx >= tail &&
 			   de[i].generic.type == EXFAT_TYPE_EOD) {
 			de[i].generic.type = EXFAT_TYPE_FILE & ~EXFAT_TYPE_IN_USE;
+			changed = true;
 		}
 	}
-	exfat_sector_unlock_dirty(it->sb, it->bh);
+	exfat_sector_unlock(it->sb, it->bh, changed);
+	/* a sync write waits for the sector, dirtied now or before */
 	it->dirty = true;
 	idx = exfat_iter_dindex(it);
 	for (i = 0; idx && i < per_sect; i++)
@@ -960,8 +970,7 @@ static int exfat_scan_slots(struct inode *dir, u32 start, unsigned int nr,
 		if (++run < nr)
 			continue;
 		*first = i + 1 - nr;
-		if (nr > per_sect || *first >= eod ||
-		    (*first & (per_sect - 1)) + nr <= per_sect) {
+		if (exfat_slots_placeable(*first, nr, eod, per_sect)) {
 			ret = 1;
 			break;
 		}

@@ -56,7 +56,9 @@
  *     reaches the disk whole or not at all (exfat_find_slots,
  *     exfat_sector_apply).  Only a set of more than a sector's worth
  *     of entries (a name over 210 characters on 512-byte sectors) spans
- *     two.
+ *     two; its File and Stream entries share one, and only sectors that
+ *     change are written, so rewriting it in place is one sector write
+ *     (exfat_slots_placeable).
  */
 #ifndef _EXFAT2_H
 #define _EXFAT2_H
@@ -461,7 +463,8 @@ u32 exfat_meta_gen(struct super_block *sb);
 int exfat_clear_vol_dirty(struct super_block *sb, u32 gen);
 void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh);
 void exfat_sector_lock(struct buffer_head *bh);
-void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh);
+void exfat_sector_unlock(struct super_block *sb, struct buffer_head *bh,
+			 bool changed);
 int exfat_meta_check(struct super_block *sb);
 int exfat_meta_barrier(struct super_block *sb);
 int exfat_flush(struct super_block *sb);
@@ -548,6 +551,27 @@ u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u32 *cursor);
 bool exfat_dindex_find_run(const struct exfat_dindex *idx, u32 start,
 			   unsigned int nr, u32 busy, unsigned int busy_nr,
 			   u32 per_sect, u32 *first, u32 *free);
+
+/*
+ * Whether nr free entries from first may take an entry set (write-ordering
+ * rule 7), per_sect entries to a sector: a set that fits in a sector only
+ * inside one; a longer one only with its File and Stream entries in one
+ * sector, so that what write_inode rewrites (times, attributes, sizes,
+ * SetChecksum) is still one sector write.  From the end of directory eod
+ * (in mid-sector, as other systems leave it) on, anywhere: entries after
+ * the first end-of-directory entry would be out of the directory.
+ */
+static inline bool exfat_slots_placeable(u32 first, unsigned int nr, u32 eod,
+					 u32 per_sect)
+{
+	u32 off = first & (per_sect - 1);
+
+	if (first >= eod)
+		return true;
+	if (nr > per_sect)
+		return off + 2 <= per_sect;
+	return off + nr <= per_sect;
+}
 
 /* map.c */
 int exfat_check_chain_run(struct inode *inode, u32 clu, u32 len);

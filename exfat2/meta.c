@@ -196,7 +196,7 @@ void exfat_mark_meta_dirty(struct super_block *sb, struct buffer_head *bh)
 
 /*
  * Change a sector in memory as one piece: between exfat_sector_lock() and
- * exfat_sector_unlock_dirty() no write of it can start, so the disk gets
+ * exfat_sector_unlock() no write of it can start, so the disk gets
  * it as it was before or after, never half changed.  Nothing that reads
  * or writes another sector may be called in between.
  */
@@ -205,8 +205,17 @@ void exfat_sector_lock(struct buffer_head *bh)
 	lock_buffer(bh);
 }
 
-void exfat_sector_unlock_dirty(struct super_block *sb, struct buffer_head *bh)
+/*
+ * End the change.  Only a sector changed is dirtied, so that rewriting a
+ * set that spans two sectors writes only the one its changes are in.
+ */
+void exfat_sector_unlock(struct super_block *sb, struct buffer_head *bh,
+			 bool changed)
 {
+	if (!changed) {
+		unlock_buffer(bh);
+		return;
+	}
 	set_buffer_uptodate(bh);
 	unlock_buffer(bh);
 	exfat_meta_dirtied(sb, bh);
