@@ -21,7 +21,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 
 # The debug pass: the read, write and namespace tests, the random
-# exerciser (write:fsx_*, the stress run), the ioctls and 300 hostile
+# exerciser (write:fsx_*, the stress run), the ioctls, a smaller crash
+# replay (crash:replay_short takes REPLAY_DEBUG there) and 300 hostile
 # images (hostile:batch and small_batch) with the chain-versus-bitmap cases, the
 # fault-injection sweeps (faults:, debug kernel only), the foreign-volume
 # cases with the namespace exerciser on two of its layouts, but not the
@@ -30,8 +31,8 @@ repo=$(dirname "$here")
 # the debug kernel they alone would take most of CI's time.  Timeouts are
 # scaled: the debug kernel runs the tests 2-4 times slower than the
 # packaged one.
-DEBUG_TESTS=(smoke: read: data: ns: write: ioctl: hostile:batch
-	hostile:small_batch hostile:used hostile:chain hostile:directory
+DEBUG_TESTS=(smoke: read: data: ns: write: ioctl: crash:replay_short
+	hostile:batch hostile:small_batch hostile:used hostile:chain hostile:directory
 	hostile:vendor faults: foreign:rename foreign:root foreign:lone
 	foreign:nfs foreign:nsx_judge foreign:nsx_crafted_s512_c512
 	foreign:nsx_intree_written_c4k)

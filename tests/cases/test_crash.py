@@ -9,7 +9,9 @@ Short forms (in make check, driver under test = exfat2):
   crash:replay_short   3 replays (512 B and 4 KiB clusters on 512 B
                        sectors, 4 KiB on 4 KiB sectors), a few hundred
                        flush points and about a thousand states inside
-                       flush windows; names up to 210 characters
+                       flush windows; names up to 255 characters
+                       (under the debug kernel: two smaller replays,
+                       REPLAY_DEBUG)
   crash:unplug_short   10 unplugs at random moments; a torn entry set is
                        a failure (exfat2 places sets inside a sector:
                        write-ordering rule 7); for the in-tree driver,
@@ -37,8 +39,8 @@ import sys
 import time
 
 import crashlib
-from lib import (Image, assert_eq, assert_true, fail, log, mount, note, sh,
-                 test)
+from lib import (KMEMLEAK, Image, assert_eq, assert_true, fail, log, mount,
+                 note, sh, test)
 from tree import write_file
 
 _FILTERS = [a for a in sys.argv[1:] if not a.startswith("-")]
@@ -55,9 +57,25 @@ def _asked(word):
 # the writes it needs in order, so every window would fail.
 REPLAY_SHORT = [(512, 512, 250, 1.0), (4096, 512, 250, 1.0),
                 (4096, 4096, 150, 1.0)]
+# replay_short under the debug kernel (the debug pass: KASAN, lockdep and
+# kmemleak over the workload and every crash state's mount), smaller so
+# that the pass stays in CI's time: two geometries, a quarter of the
+# in-window states
+REPLAY_DEBUG = [(512, 512, 100, 0.25), (4096, 4096, 60, 0.25)]
 REPLAY_LONG = [(512, 512, 700, 1.0), (4096, 512, 700, 1.0),
                (4096, 4096, 700, 1.0), (32768, 512, 700, 1.0)]
 UNPLUG_OPS = 60
+
+
+def _kinds(results):
+    """' (N kind, ...)' of the soft findings."""
+    n = {}
+    for r in results:
+        for f in r.get("failures", []):
+            if f.get("soft"):
+                n[f["kind"]] = n.get(f["kind"], 0) + 1
+    return f" ({', '.join(f'{v} {k}' for k, v in sorted(n.items()))})" \
+        if n else ""
 
 
 def _finish(name, results):
@@ -68,9 +86,12 @@ def _finish(name, results):
     win = sum(r.get("window_states") or 0 for r in results)
     note((f"{pts} flush points" if pts else f"{len(results)} cuts") +
          (f", {win} states inside flush windows" if win else "") +
-         f", {sum(r.get('soft', 0) for r in results)} soft, "
+         f", {sum(r.get('soft', 0) for r in results)} soft"
+         f"{_kinds(results)}, "
          f"{sum(r.get('states_intree', 0) for r in results)} read by "
-         "the in-tree driver too")
+         "the in-tree driver too, "
+         f"{sum(r.get('misread', 0) for r in results)} with fsck.exfat "
+         "misreads left out")
     if hard:
         fail(f"{hard} crash-consistency failures:\n{text}")
 
@@ -109,7 +130,9 @@ def _long_seed():
 @test(timeout=1500, writes=False)
 def replay_short():
     """Replay a seeded workload's dm-log-writes log to every flush point."""
-    _replay("replay_short", "ours", REPLAY_SHORT, 1)
+    debug = os.path.exists(KMEMLEAK)
+    _replay("replay_short", "ours", REPLAY_DEBUG if debug else REPLAY_SHORT,
+            1)
 
 
 @test(timeout=900, writes=False)
@@ -318,6 +341,65 @@ def rename_window_repaired_without_loss():
         tree["/d1/f"] = tree["/d2/f"] = b"never written"
         lost = crashlib.repair_loses(img.dev, tree, pairs, "/mnt/repaired")
         assert_true("/d1/f and /d2/f" in lost, f"a loss reported: {lost!r}")
+
+
+@test(timeout=300, writes=False)
+def torn_long_only_for_sets_over_a_sector():
+    """crashlib.torn_long() excuses a torn entry set only when the set is
+    longer than a sector (a name over 210 characters on 512-byte
+    sectors): a damaged name entry of such a set, or its second sector
+    without its first, is excused; the same damage to a set that fits in
+    a sector is not (exfat2 writes those in one sector write)."""
+    import rawfs
+    long_name = "L" + "".join(chr(97 + i % 26) for i in range(229))
+    with Image(size_mb=16, cluster="4K") as img:
+        with mount(img.dev) as mnt:
+            for i in range(3):
+                write_file(f"{mnt}/s{i}", 100, seed=i)
+            write_file(f"{mnt}/{long_name}", 100, seed=9)
+        v = rawfs.Volume(img.dev)
+        try:
+            clusters = v.chain(v.root)
+            offs = {st.name: [v.entry_off(clusters, st.eidx + i)
+                              for i in range(len(st.entries))]
+                    for st in v.sets(clusters)}
+        finally:
+            v.close()
+        assert_eq(len(offs[long_name]), 18, "entries of the long set")
+        first = offs[long_name][0]
+        second = [o for o in offs[long_name] if o // 512 != first // 512]
+        assert_true(second, "the long set crosses a sector")
+        with open(img.dev, "rb") as f:
+            f.seek(0)
+            saved = f.read(offs[long_name][-1] + 32)
+
+        def damage(what, edits, want):
+            with open(img.dev, "r+b") as f:
+                for off, fn in edits:
+                    f.seek(off)
+                    b = f.read(1)[0]
+                    f.seek(off)
+                    f.write(bytes([fn(b)]))
+            sh(f"blockdev --flushbufs {img.dev}")
+            kind, out = crashlib.fsck_classify(img.dev)
+            got = crashlib.torn_long(img.dev, out.splitlines())
+            log(f"{what}: {kind}, torn_long {got}: {out[:300]}")
+            assert_eq((kind, got), ("torn", want), what)
+            with open(img.dev, "r+b") as f:
+                f.write(saved)
+            sh(f"blockdev --flushbufs {img.dev}")
+
+        def flip(b):
+            return b ^ 0x01
+        damage("a set within a sector, a name character changed",
+               [(offs["s1"][2] + 2, flip)], False)
+        damage("the long set, a name character changed in its second "
+               "sector", [(second[-1] + 2, flip)], True)
+        damage("the long set's second sector without its first",
+               [(o, lambda b: b & 0x7F) for o in offs[long_name]
+                if o not in second], True)
+        kind, _ = crashlib.fsck_classify(img.dev)
+        assert_eq(kind, "clean", "restored")
 
 
 def _flush_between(lg, first, last):

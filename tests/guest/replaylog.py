@@ -163,9 +163,26 @@ class Replayer:
 
     def __init__(self, log, target):
         self.log = log
+        self.target = target
         self.lfd = os.open(log.path, os.O_RDONLY)
-        self.tfd = os.open(target, os.O_RDWR)
+        self._tfd = -1
         self.applied = 0        # number of entries applied so far
+
+    @property
+    def tfd(self):
+        """The target, opened for writing when first needed."""
+        if self._tfd < 0:
+            self._tfd = os.open(self.target, os.O_RDWR)
+        return self._tfd
+
+    def release(self):
+        """Write back and close the target until the next write: a
+        kernel without CONFIG_BLK_DEV_WRITE_MOUNTED (the debug kernel)
+        refuses to mount a device someone holds open for writing."""
+        if self._tfd >= 0:
+            os.fsync(self._tfd)
+            os.close(self._tfd)
+            self._tfd = -1
 
     def apply(self, e):
         if e.index != self.applied:
@@ -207,9 +224,9 @@ class Replayer:
         os.fsync(self.tfd)
 
     def close(self):
-        for fd in (self.lfd, self.tfd):
-            os.close(fd)
-        self.lfd = self.tfd = -1
+        self.release()
+        os.close(self.lfd)
+        self.lfd = -1
 
     def __enter__(self):
         return self
