@@ -128,25 +128,34 @@ bool exfat_clu_in_use(struct super_block *sb, u32 clu)
 			   exfat_sector_data(sbi->bitmap_bh[bit / per_bh]));
 }
 
+static const void *exfat_bitmap_chunk(const struct exfat_bitmap *bm,
+				      unsigned int i)
+{
+	const struct exfat_sb_info *sbi = bm->priv;
+
+	return exfat_sector_data(sbi->bitmap_bh[i]);
+}
+
+/* The volume's bitmap, for exfat_bitmap_find_free(). */
+static struct exfat_bitmap exfat_bitmap_of(const struct exfat_sb_info *sbi)
+{
+	return (struct exfat_bitmap) {
+		.chunk = exfat_bitmap_chunk,
+		.priv = sbi,
+		.chunk_bits = exfat_bitmap_bits_per_bh(sbi),
+		.nbits = sbi->clu_count,
+	};
+}
+
 /* The first cluster of [clu, clu + len) marked free, or 0 if none. */
 static u32 exfat_first_free_in(struct super_block *sb, u32 clu, u32 len)
 {
-	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	unsigned int per_bh = exfat_bitmap_bits_per_bh(sbi);
-	u32 bit = clu - EXFAT_FIRST_CLUSTER, end = bit + len;
+	struct exfat_bitmap bm = exfat_bitmap_of(EXFAT_SB(sb));
+	u32 bit = clu - EXFAT_FIRST_CLUSTER, first;
 
-	while (bit < end) {
-		unsigned int off = bit % per_bh;
-		unsigned int lim = min_t(u32, per_bh, off + (end - bit));
-		unsigned int z;
-
-		z = find_next_zero_bit_le(exfat_sector_data(sbi->bitmap_bh[bit / per_bh]),
-					  lim, off);
-		if (z < lim)
-			return bit - off + z + EXFAT_FIRST_CLUSTER;
-		bit += lim - off;
-	}
-	return 0;
+	if (!exfat_bitmap_find_free(&bm, bit, bit + len, 1, &first))
+		return 0;
+	return first + EXFAT_FIRST_CLUSTER;
 }
 
 static bool exfat_runs_overlap(u32 a, u32 alen, u32 b, u32 blen)
@@ -201,47 +210,19 @@ static bool exfat_find_free_run(struct super_block *sb, u32 hint, u32 max,
 				u32 *start, u32 *len)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	unsigned int per_bh = exfat_bitmap_bits_per_bh(sbi);
-	u32 total = sbi->clu_count, bit, end, pass;
+	struct exfat_bitmap bm = exfat_bitmap_of(sbi);
+	u32 bit, first = 0;
 
 	lockdep_assert_held(&sbi->alloc_lock);
-	if (hint < EXFAT_FIRST_CLUSTER || hint - EXFAT_FIRST_CLUSTER >= total)
+	if (hint < EXFAT_FIRST_CLUSTER ||
+	    hint - EXFAT_FIRST_CLUSTER >= sbi->clu_count)
 		hint = EXFAT_FIRST_CLUSTER;
 	bit = hint - EXFAT_FIRST_CLUSTER;
-
-	for (pass = 0; pass < 2; pass++) {
-		u32 limit = pass ? hint - EXFAT_FIRST_CLUSTER : total;
-
-		while (bit < limit) {
-			unsigned int i = bit / per_bh;
-			unsigned int n = min(per_bh, total - i * per_bh);
-			void *map = exfat_sector_data(sbi->bitmap_bh[i]);
-			unsigned int b = find_next_zero_bit_le(map, n, bit % per_bh);
-
-			if (b >= n) {
-				bit = (i + 1) * per_bh;
-				continue;
-			}
-			bit = i * per_bh + b;
-			if (bit >= limit)
-				break;
-			/* measure the run, possibly across bitmap sectors */
-			end = bit + 1;
-			while (end < total && end - bit < max) {
-				unsigned int j = end / per_bh;
-
-				if (test_bit_le(end % per_bh,
-						exfat_sector_data(sbi->bitmap_bh[j])))
-					break;
-				end++;
-			}
-			*start = bit + EXFAT_FIRST_CLUSTER;
-			*len = end - bit;
-			return true;
-		}
-		bit = 0;
-	}
-	return false;
+	*len = exfat_bitmap_find_free(&bm, bit, sbi->clu_count, max, &first);
+	if (!*len)
+		*len = exfat_bitmap_find_free(&bm, 0, bit, max, &first);
+	*start = first + EXFAT_FIRST_CLUSTER;
+	return *len;
 }
 
 /*

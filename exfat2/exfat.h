@@ -421,6 +421,21 @@ const char *exfat_verify_file_set(const union exfat_dentry *set,
 				  unsigned int nr);
 u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len);
 
+/*
+ * An allocation bitmap (§7.1.5: bit n for cluster n + 2, least significant
+ * bit first) as it is held in memory, in chunks of chunk_bits bits (the
+ * sectors it was read in); chunk(bm, i) gives chunk i.
+ */
+struct exfat_bitmap {
+	const void	*(*chunk)(const struct exfat_bitmap *bm, unsigned int i);
+	const void	*priv;
+	unsigned int	chunk_bits;
+	u32		nbits;
+};
+
+u32 exfat_bitmap_find_free(const struct exfat_bitmap *bm, u32 from, u32 limit,
+			   u32 max, u32 *first);
+
 /* What the root directory's critical primaries say (§7.1-7.5). */
 struct exfat_root_info {
 	u32	bitmap_clu;

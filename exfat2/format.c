@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Pure functions over on-disk structures: the boot sector and entry set
- * verifiers, the three checksums, the name hash, up-case table expansion
- * and timestamp conversion.  Nothing here does I/O, takes a lock or looks
+ * verifiers, the three checksums, the name hash, the search for free
+ * clusters in the allocation bitmap, up-case table expansion and timestamp
+ * conversion.  Nothing here does I/O, takes a lock or looks
  * at a super_block, so all of it is unit tested on plain buffers
  * (format_test.c).  Section numbers refer to the exFAT specification.
  */
@@ -278,6 +279,58 @@ u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len)
 		hash = ror16(hash, 1) + (c >> 8);
 	}
 	return hash;
+}
+
+/**
+ * exfat_bitmap_find_free() - find a run of free clusters in a bitmap
+ * @bm: the allocation bitmap
+ * @from: first bit to look at
+ * @limit: the run must start below this bit
+ * @max: longest run wanted
+ * @first: set to the first bit of the run found
+ *
+ * The run starts at the first clear bit in [@from, @limit) and goes on,
+ * across chunks and past @limit, up to @max bits or to the first set bit
+ * or the end of the bitmap.  Bits of the last chunk past @bm->nbits are
+ * never looked at.
+ *
+ * Return: the length of the run, 0 when there is none.
+ */
+u32 exfat_bitmap_find_free(const struct exfat_bitmap *bm, u32 from, u32 limit,
+			   u32 max, u32 *first)
+{
+	unsigned int per = bm->chunk_bits;
+	u32 bit = from, end;
+
+	limit = min(limit, bm->nbits);
+	while (max && bit < limit) {
+		unsigned int i = bit / per;
+		unsigned int n = min_t(u32, per, bm->nbits - i * per);
+		unsigned int b = find_next_zero_bit_le(bm->chunk(bm, i), n,
+						       bit % per);
+
+		if (b >= n) {
+			bit = (i + 1) * per;
+			continue;
+		}
+		bit = i * per + b;
+		if (bit >= limit)
+			break;
+		/* measure the run, possibly across chunks */
+		end = bit + 1;
+		while (end < bm->nbits && end - bit < max) {
+			unsigned int j = end / per;
+
+			n = min_t(u32, per, bm->nbits - j * per);
+			b = find_next_bit_le(bm->chunk(bm, j), n, end % per);
+			end = j * per + b;
+			if (b < n)
+				break;
+		}
+		*first = bit;
+		return min(end - bit, max);
+	}
+	return 0;
 }
 
 /* §7.2.2: the same rotate-and-add as the boot checksum, with no gaps */

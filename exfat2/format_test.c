@@ -1042,6 +1042,68 @@ static void exfat_parse_root_test(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, exfat_parse_root_entry(ri, &de, 1));
 }
 
+/* A bitmap of 150 bits in three chunks of 64, for exfat_bitmap_find_free(). */
+static const void *exfat_test_chunk(const struct exfat_bitmap *bm,
+				    unsigned int i)
+{
+	return (const u8 *)bm->priv + i * 8;
+}
+
+static void exfat_test_bits(u8 *map, u32 from, u32 to, bool set)
+{
+	for (; from < to; from++) {
+		if (set)
+			map[from / 8] |= 1 << (from % 8);
+		else
+			map[from / 8] &= ~(1 << (from % 8));
+	}
+}
+
+static void exfat_bitmap_find_free_test(struct kunit *test)
+{
+	u8 map[24];
+	struct exfat_bitmap bm = {
+		.chunk = exfat_test_chunk, .priv = map,
+		.chunk_bits = 64, .nbits = 150,
+	};
+	u32 first = U32_MAX;
+
+	memset(map, 0xff, sizeof(map));
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 0, 150, 100, &first),
+			0);
+	/* a run across the first chunk boundary */
+	exfat_test_bits(map, 60, 71, false);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 0, 150, 100, &first),
+			11);
+	KUNIT_EXPECT_EQ(test, first, 60);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 0, 150, 5, &first),
+			5);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 63, 150, 100, &first),
+			8);
+	KUNIT_EXPECT_EQ(test, first, 63);
+	/* the run must start below limit, and may go past it */
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 0, 60, 100, &first),
+			0);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 0, 61, 100, &first),
+			11);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 71, 150, 100, &first),
+			0);
+	/* bits past nbits in the last chunk do not count */
+	exfat_test_bits(map, 150, 192, false);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 71, 192, 100, &first),
+			0);
+	/* a run up to the end of the bitmap, across two chunks */
+	exfat_test_bits(map, 120, 150, false);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 71, 150, 100, &first),
+			30);
+	KUNIT_EXPECT_EQ(test, first, 120);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 149, 150, 1, &first),
+			1);
+	KUNIT_EXPECT_EQ(test, first, 149);
+	KUNIT_EXPECT_EQ(test, exfat_bitmap_find_free(&bm, 0, 150, 0, &first),
+			0);
+}
+
 static struct kunit_case exfat_format_test_cases[] = {
 	KUNIT_CASE_PARAM(exfat_boot_sector_test, exfat_boot_gen_params),
 	KUNIT_CASE(exfat_boot_checksum_test),
@@ -1056,6 +1118,7 @@ static struct kunit_case exfat_format_test_cases[] = {
 	KUNIT_CASE_PARAM(exfat_time_encode_test, exfat_encode_gen_params),
 	KUNIT_CASE(exfat_time_round_trip_test),
 	KUNIT_CASE(exfat_parse_root_test),
+	KUNIT_CASE(exfat_bitmap_find_free_test),
 	{}
 };
 
