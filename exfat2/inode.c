@@ -260,6 +260,56 @@ static void exfat_set_time(const struct timespec64 *ts, __le32 *stamp,
 	*tz = t.tz;
 }
 
+/* The inode's attributes and times, into its File entry. */
+static void exfat_fill_file_entry(struct inode *inode,
+				  struct exfat_dentry_file *fe)
+{
+	struct timespec64 ts;
+
+	fe->attr = cpu_to_le16(exfat_inode_attr(inode));
+	exfat_set_time(&EXFAT_I(inode)->btime, &fe->create_time,
+		       &fe->create_10ms, &fe->create_tz);
+	ts = inode_get_mtime(inode);
+	exfat_set_time(&ts, &fe->modify_time, &fe->modify_10ms, &fe->modify_tz);
+	ts = inode_get_atime(inode);
+	exfat_set_time(&ts, &fe->access_time, NULL, &fe->access_tz);
+}
+
+/*
+ * The ValidDataLength to write for a file whose set says old, and whose
+ * DataLength becomes size.
+ */
+static int exfat_valid_to_write(struct inode *inode, u64 old, u64 size,
+				u64 *valid)
+{
+	struct exfat_inode_info *ei = EXFAT_I(inode);
+	int err;
+
+	*valid = min_t(u64, READ_ONCE(ei->valid_size), size);
+	/*
+	 * ValidDataLength on disk never covers data still in the page
+	 * cache: it moves up once writeback has completed (the ioend work
+	 * writes the entry set again).
+	 */
+	if (*valid > old &&
+	    filemap_range_needs_writeback(inode->i_mapping, old, *valid - 1))
+		*valid = min(old, size);
+	/*
+	 * Written is not durable: if no cache flush has come since the
+	 * file's last data write completed (usually the one of
+	 * exfat_sync_alloc() in the caller, or one for another file has),
+	 * one now, before ValidDataLength moves up over it (rule 2).
+	 */
+	if (*valid > old &&
+	    !exfat_flushed_since(inode->i_sb, READ_ONCE(ei->data_gen))) {
+		err = exfat_flush(inode->i_sb);
+		if (err)
+			return err;
+	}
+	WRITE_ONCE(ei->disk_valid, *valid);
+	return 0;
+}
+
 /*
  * Write the inode's attributes, times, size and chain into its entry set.
  * With sync, the sectors are on the device when this returns.
@@ -273,7 +323,6 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 	struct exfat_dentry_file *fe;
 	struct exfat_entry_set *es;
 	struct exfat_dir_iter it;
-	struct timespec64 ts;
 	u64 size, valid, seq, chain;
 	u32 start_clu;
 	u8 flags;
@@ -314,45 +363,16 @@ int __exfat_write_inode(struct inode *inode, bool sync)
 		goto out;
 	fe = &es->de[0].file;
 	st = &es->de[1].stream;
-
-	fe->attr = cpu_to_le16(exfat_inode_attr(inode));
-	exfat_set_time(&ei->btime, &fe->create_time, &fe->create_10ms,
-		       &fe->create_tz);
-	ts = inode_get_mtime(inode);
-	exfat_set_time(&ts, &fe->modify_time, &fe->modify_10ms, &fe->modify_tz);
-	ts = inode_get_atime(inode);
-	exfat_set_time(&ts, &fe->access_time, NULL, &fe->access_tz);
-
+	exfat_fill_file_entry(inode, fe);
 	if (S_ISDIR(inode->i_mode)) {
 		size = chain;
 		valid = size;
 	} else {
-		u64 old = le64_to_cpu(st->valid_size);
-
 		size = min_t(u64, i_size_read(inode), chain);
-		valid = min_t(u64, READ_ONCE(ei->valid_size), size);
-		/*
-		 * ValidDataLength on disk never covers data still in the page
-		 * cache: it moves up once writeback has completed (the ioend
-		 * work writes the entry set again).
-		 */
-		if (valid > old &&
-		    filemap_range_needs_writeback(inode->i_mapping, old,
-						  valid - 1))
-			valid = min(old, size);
-		/*
-		 * Written is not durable: if no cache flush has come since
-		 * the file's last data write completed (usually the one of
-		 * exfat_sync_alloc() above, or one for another file has),
-		 * one now, before ValidDataLength moves up over it (rule 2).
-		 */
-		if (valid > old &&
-		    !exfat_flushed_since(sb, READ_ONCE(ei->data_gen))) {
-			err = exfat_flush(sb);
-			if (err)
-				goto out_free;
-		}
-		WRITE_ONCE(ei->disk_valid, valid);
+		err = exfat_valid_to_write(inode, le64_to_cpu(st->valid_size),
+					   size, &valid);
+		if (err)
+			goto out_free;
 	}
 	st->flags = EXFAT_FLAG_ALLOC_POSSIBLE;
 	st->first_cluster = 0;

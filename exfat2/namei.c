@@ -784,6 +784,70 @@ static struct inode *exfat_case_variant(struct inode *dir,
 }
 
 /*
+ * The file a rename of inode onto dentry in dir replaces, or NULL: dentry's
+ * inode, or one whose name equals dentry's but for case (see exfat_lookup),
+ * which the caller puts (*put).  A directory replaced must be empty, and
+ * a file found by case of the same kind as inode (the VFS checked
+ * dentry's).
+ */
+static int exfat_rename_target(struct inode *dir, struct dentry *dentry,
+			       struct inode *inode, struct inode **target,
+			       struct inode **put)
+{
+	struct inode *t = d_inode(dentry);
+
+	*put = NULL;
+	if (!t) {
+		t = exfat_case_variant(dir, dentry, inode);
+		if (IS_ERR(t)) {
+			*target = NULL;
+			return PTR_ERR(t);
+		}
+		*put = t;
+		if (t && S_ISDIR(t->i_mode) != S_ISDIR(inode->i_mode)) {
+			*target = t;
+			return S_ISDIR(t->i_mode) ? -EISDIR : -ENOTDIR;
+		}
+	}
+	*target = t;
+	return t && S_ISDIR(t->i_mode) ? exfat_dir_empty(t) : 0;
+}
+
+/*
+ * Remove the set of target, which the rename of old_es in old_dir to
+ * new_es in new_dir replaces.  If the move is then one sector write left
+ * to writeback and the removal lies in another sector, the removal is
+ * written first: a crash must not keep two sets of the name.
+ */
+static int exfat_rename_drop_target(struct inode *new_dir,
+				    struct inode *target, bool by_case,
+				    struct inode *old_dir,
+				    const struct exfat_entry_set *new_es,
+				    const struct exfat_entry_set *old_es)
+{
+	struct super_block *sb = new_dir->i_sb;
+	u32 eidx = EXFAT_I(target)->eidx;
+	unsigned int nr = 0;
+	int err;
+
+	err = exfat_remove_set(new_dir, target, &nr);
+	if (err)
+		return err;
+	if (S_ISDIR(target->i_mode))
+		drop_nlink(new_dir);
+	clear_nlink(target);
+	inode_set_ctime_current(target);
+	if (by_case)
+		d_prune_aliases(target);
+	if (nr && old_dir == new_dir &&
+	    exfat_same_sector(sb, new_es->eidx, new_es->nr, old_es->eidx,
+			      old_es->nr) &&
+	    !exfat_same_sector(sb, eidx, nr, old_es->eidx, old_es->nr))
+		return exfat_sync_entry(new_dir, eidx);
+	return 0;
+}
+
+/*
  * Rename: the new set's place is found first, then a replaced file's set
  * is removed (two sets of one name must never coexist on disk), then the
  * new set is written and the old one removed: the file always has a
@@ -793,53 +857,31 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			struct dentry *old_dentry, struct inode *new_dir,
 			struct dentry *new_dentry, unsigned int flags)
 {
-	struct super_block *sb = old_dir->i_sb;
 	struct inode *inode = d_inode(old_dentry);
-	struct inode *target = d_inode(new_dentry);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
-	struct exfat_entry_set *old_es = NULL, *new_es;
-	struct inode *put_target = NULL;
-	unsigned int target_nr = 0;
-	u32 target_eidx = 0;
+	struct exfat_entry_set *old_es = NULL, *new_es = NULL;
+	struct inode *target, *put_target;
 	int err;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
-	if (unlikely(exfat_forced_shutdown(sb)))
+	if (unlikely(exfat_forced_shutdown(old_dir->i_sb)))
 		return -EIO;
 	if (flags & RENAME_EXCHANGE)
 		return exfat_exchange(old_dir, old_dentry, new_dir, new_dentry);
-	if (target && S_ISDIR(target->i_mode)) {
-		err = exfat_dir_empty(target);
-		if (err)
-			return err;
-	}
 
-	new_es = exfat_renamed_set(old_dir, inode, new_dentry, &old_es);
-	if (IS_ERR(new_es))
-		return PTR_ERR(new_es);
-	if (!target) {
-		/* the name may be held under another case: see exfat_lookup */
-		target = exfat_case_variant(new_dir, new_dentry, inode);
-		if (IS_ERR(target)) {
-			err = PTR_ERR(target);
-			target = NULL;
-			goto out;
-		}
-		put_target = target;
-		if (target && S_ISDIR(target->i_mode) != S_ISDIR(inode->i_mode)) {
-			err = S_ISDIR(target->i_mode) ? -EISDIR : -ENOTDIR;
-			goto out;
-		}
-		if (target && S_ISDIR(target->i_mode)) {
-			err = exfat_dir_empty(target);
-			if (err)
-				goto out;
-		}
-	}
-
-	if (target && put_target && flags & RENAME_NOREPLACE) {
+	err = exfat_rename_target(new_dir, new_dentry, inode, &target,
+				  &put_target);
+	if (err)
+		goto out;
+	if (put_target && flags & RENAME_NOREPLACE) {
 		err = -EEXIST;
+		goto out;
+	}
+	new_es = exfat_renamed_set(old_dir, inode, new_dentry, &old_es);
+	if (IS_ERR(new_es)) {
+		err = PTR_ERR(new_es);
+		new_es = NULL;
 		goto out;
 	}
 	/*
@@ -849,31 +891,9 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	 */
 	err = exfat_place_set(new_dir, new_es, old_dir == new_dir ? old_es : NULL,
 			      0, 0);
-	if (err)
-		goto out;
-	if (target) {
-		target_eidx = EXFAT_I(target)->eidx;
-		err = exfat_remove_set(new_dir, target, &target_nr);
-		if (err)
-			goto out;
-		if (S_ISDIR(target->i_mode))
-			drop_nlink(new_dir);
-		clear_nlink(target);
-		inode_set_ctime_current(target);
-		if (put_target)
-			d_prune_aliases(target);
-	}
-	if (target_nr && old_dir == new_dir &&
-	    exfat_same_sector(sb, new_es->eidx, new_es->nr, old_es->eidx,
-			      old_es->nr) &&
-	    !exfat_same_sector(sb, target_eidx, target_nr, old_es->eidx,
-			       old_es->nr))
-		/*
-		 * The move will be one sector write left to writeback, the
-		 * replaced set's removal is in another sector: it goes
-		 * first, or a crash could keep both sets of the name.
-		 */
-		err = exfat_sync_entry(new_dir, target_eidx);
+	if (!err && target)
+		err = exfat_rename_drop_target(new_dir, target, !!put_target,
+					       old_dir, new_es, old_es);
 	if (err)
 		goto out;
 	mutex_lock(&ei->pos_lock);

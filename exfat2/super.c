@@ -727,13 +727,11 @@ static int exfat_read_root(struct super_block *sb, struct inode **rootp)
 	return 0;
 }
 
-static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
+/* Mount options that depend on the device or load something. */
+static int exfat_apply_options(struct super_block *sb)
 {
-	struct exfat_sb_info *sbi = sb->s_fs_info;
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct exfat_mount_options *opts = &sbi->opts;
-	struct exfat_boot_sector *bs;
-	struct inode *root;
-	int err;
 
 	if (opts->allow_utime == (unsigned short)-1)
 		opts->allow_utime = ~opts->fs_dmask & 0022;
@@ -749,6 +747,84 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+/*
+ * What the boot sector says about the volume as a whole: its identity for
+ * user space, and the state it was left in.
+ */
+static void exfat_present_volume(struct super_block *sb)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	/* the volume serial, in the order blkid prints it */
+	u8 uuid[4] = { sbi->serial >> 24, sbi->serial >> 16,
+		       sbi->serial >> 8, sbi->serial };
+
+	/*
+	 * No holes: a file never holds more than the cluster heap, and a
+	 * write past that is EFBIG, as with the in-tree driver.
+	 */
+	sb->s_maxbytes = min_t(u64, MAX_LFS_FILESIZE,
+			       (u64)sbi->clu_count << sbi->clu_shift);
+	super_set_uuid(sb, uuid, sizeof(uuid));
+	/* FS_IOC_GETFSSYSFSPATH answers "exfat/<device>" */
+	super_set_sysfs_name_bdev(sb);
+
+	if (sbi->fs_revision != 0x0100)
+		exfat_info(sb, "FileSystemRevision %u.%02u",
+			   sbi->fs_revision >> 8, sbi->fs_revision & 0xff);
+	if (sbi->vol_flags & EXFAT_VF_DIRTY)
+		exfat_warn(sb, "volume was not properly unmounted; run fsck.exfat");
+	if (sbi->vol_flags & EXFAT_VF_MEDIA_FAILURE)
+		exfat_warn(sb, "volume has reported media failures; run fsck.exfat");
+
+	/* errors of earlier users of the device are not ours */
+	sbi->meta_wb_err = errseq_sample(&sb->s_bdev->bd_mapping->wb_err);
+	errseq_check_and_advance(&sb->s_bdev->bd_mapping->wb_err,
+				 &sbi->meta_wb_err);
+}
+
+/*
+ * The root directory's inode, with what its critical entries describe
+ * (bitmap, up-case table, label) loaded.
+ */
+static int exfat_load_root(struct super_block *sb, struct inode **rootp)
+{
+	struct exfat_sb_info *sbi = EXFAT_SB(sb);
+	struct inode *root;
+	int err;
+
+	err = exfat_read_root(sb, &root);
+	if (err)
+		return err;
+	err = exfat_scan_root(sb, root);
+	/* "." and ".." count as links, as in every other directory */
+	if (!err)
+		err = exfat_count_subdirs(root);
+	if (err < 0) {
+		iput(root);
+		return err;
+	}
+	set_nlink(root, err + 2);
+	if (sbi->upcase_builtin && !sb_rdonly(sb)) {
+		exfat_warn(sb, "up-case table unusable: names could be hashed differently from other systems; mounting read-only");
+		sb->s_flags |= SB_RDONLY;
+	}
+	*rootp = root;
+	return 0;
+}
+
+static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct exfat_sb_info *sbi = sb->s_fs_info;
+	struct exfat_boot_sector *bs;
+	struct inode *root;
+	int err;
+
+	err = exfat_apply_options(sb);
+	if (err)
+		return err;
 
 	sb->s_magic = EXFAT_SUPER_MAGIC;
 	sb->s_op = &exfat_sops;
@@ -775,56 +851,13 @@ static int exfat_fill_super(struct super_block *sb, struct fs_context *fc)
 	kfree(bs);
 	if (err)
 		goto out;
-	/*
-	 * No holes: a file never holds more than the cluster heap, and a
-	 * write past that is EFBIG, as with the in-tree driver.
-	 */
-	sb->s_maxbytes = min_t(u64, MAX_LFS_FILESIZE,
-			       (u64)sbi->clu_count << sbi->clu_shift);
+	exfat_present_volume(sb);
 
-	{
-		/* the volume serial, in the order blkid prints it */
-		u8 uuid[4] = { sbi->serial >> 24, sbi->serial >> 16,
-			       sbi->serial >> 8, sbi->serial };
-
-		super_set_uuid(sb, uuid, sizeof(uuid));
-	}
-	/* FS_IOC_GETFSSYSFSPATH answers "exfat/<device>" */
-	super_set_sysfs_name_bdev(sb);
-
-	if (sbi->fs_revision != 0x0100)
-		exfat_info(sb, "FileSystemRevision %u.%02u",
-			   sbi->fs_revision >> 8, sbi->fs_revision & 0xff);
-	if (sbi->vol_flags & EXFAT_VF_DIRTY)
-		exfat_warn(sb, "volume was not properly unmounted; run fsck.exfat");
-	if (sbi->vol_flags & EXFAT_VF_MEDIA_FAILURE)
-		exfat_warn(sb, "volume has reported media failures; run fsck.exfat");
-
-	/* errors of earlier users of the device are not ours */
-	sbi->meta_wb_err = errseq_sample(&sb->s_bdev->bd_mapping->wb_err);
-	errseq_check_and_advance(&sb->s_bdev->bd_mapping->wb_err,
-				 &sbi->meta_wb_err);
-
-	err = exfat_read_root(sb, &root);
+	err = exfat_load_root(sb, &root);
 	if (err)
 		goto out;
-	err = exfat_scan_root(sb, root);
-	/* "." and ".." count as links, as in every other directory */
-	if (!err)
-		err = exfat_count_subdirs(root);
-	if (err < 0) {
-		iput(root);
-		goto out;
-	}
-	set_nlink(root, err + 2);
-	if (sbi->upcase_builtin && !sb_rdonly(sb)) {
-		exfat_warn(sb, "up-case table unusable: names could be hashed differently from other systems; mounting read-only");
-		sb->s_flags |= SB_RDONLY;
-	}
-
 	sb->s_d_op = &exfat_dentry_ops;
 	sb->s_export_op = &exfat_export_ops;
-
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root) {
 		err = -ENOMEM;
