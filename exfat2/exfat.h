@@ -385,7 +385,7 @@ static inline bool exfat_forced_shutdown(struct super_block *sb)
 	return test_bit(EXFAT_STATE_SHUTDOWN, &EXFAT_SB(sb)->state);
 }
 
-/* Messages: every line names the device. */
+/* msg.c: messages (every line names the device) and the errors= policy */
 __printf(2, 3) __cold
 void __exfat_msg(struct super_block *sb, const char *fmt, ...);
 #define exfat_err(sb, fmt, ...)						\
@@ -787,7 +787,6 @@ int exfat_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
 extern const struct export_operations exfat_export_ops;
 
 /* super.c */
-void exfat_set_ro(struct super_block *sb);
 int exfat_shutdown(struct super_block *sb, u32 flags);
 int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len);
 

@@ -323,8 +323,9 @@ Start with the pieces everything else builds on:
 - format.c: pure functions over on-disk bytes, with no I/O and no locks:
   the boot sector verifier, which checks every field the driver depends
   on against the specification and against each other, the boot,
-  entry-set and up-case table checksums, the name hash, up-case table
-  expansion and time stamp conversion;
+  entry-set and up-case table checksums, the name hash, the search for
+  free clusters in the allocation bitmap, up-case table expansion and
+  time stamp conversion;
 - upcase_table.c: the up-case table the specification recommends, used
   when a volume's own table is missing or unusable.
 
@@ -335,10 +336,12 @@ until all of them are present: a module missing some of its objects
 would not link.  So every step of the series builds, with EXFAT2_FS=y or
 =m."
 
-add_src meta.c upcase.c super.c
+add_src msg.c meta.c upcase.c super.c
 commit "add metadata I/O, name handling and the super block" \
 "Add the code that mounts a volume:
 
+- msg.c: messages, each naming the device, the rate-limited report of
+  corruption and the errors= policy that follows it;
 - meta.c: reading and writing metadata sectors (boot region, FAT,
   allocation bitmap, up-case table, directories) through the block
   device's buffer cache, one file system sector per buffer.  It is the
