@@ -774,6 +774,7 @@ int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
 		       u16 *uni, u16 *hash);
 
 /* ioctl.c */
+int exfat_shutdown(struct super_block *sb, u32 flags);
 u16 exfat_inode_attr(struct inode *inode);
 long exfat_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long exfat_compat_ioctl(struct file *file, unsigned int cmd,
@@ -785,9 +786,5 @@ int exfat_fileattr_set(struct mnt_idmap *idmap, struct dentry *dentry,
 
 /* export.c */
 extern const struct export_operations exfat_export_ops;
-
-/* super.c */
-int exfat_shutdown(struct super_block *sb, u32 flags);
-int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len);
 
 #endif /* _EXFAT2_H */

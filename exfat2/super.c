@@ -138,69 +138,9 @@ static void exfat_put_super(struct super_block *sb)
 	destroy_workqueue(EXFAT_SB(sb)->ioend_wq);
 }
 
-/*
- * FS_IOC_SHUTDOWN, or the device going away: every later operation fails
- * with -EIO.  With a sync first unless told not to.
- */
-int exfat_shutdown(struct super_block *sb, u32 flags)
-{
-	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	int err;
-
-	if (exfat_forced_shutdown(sb))
-		return 0;
-	switch (flags) {
-	case EXFAT_GOING_DOWN_DEFAULT:
-	case EXFAT_GOING_DOWN_FULLSYNC:
-		err = bdev_freeze(sb->s_bdev);
-		if (err)
-			return err;
-		bdev_thaw(sb->s_bdev);
-		break;
-	case EXFAT_GOING_DOWN_NOSYNC:
-		break;
-	default:
-		return -EINVAL;
-	}
-	set_bit(EXFAT_STATE_SHUTDOWN, &sbi->state);
-	exfat_warn(sb, "shut down (%s)", flags == EXFAT_GOING_DOWN_NOSYNC ?
-		   "without sync" : "after sync");
-	return 0;
-}
-
 static void exfat_sb_shutdown(struct super_block *sb)
 {
 	exfat_shutdown(sb, EXFAT_GOING_DOWN_NOSYNC);
-}
-
-/*
- * Write the volume label (§7.3) into the root directory, creating its
- * entry when there is none.
- */
-int exfat_write_label(struct super_block *sb, const u16 *uni, unsigned int len)
-{
-	struct inode *root = d_inode(sb->s_root);
-	union exfat_dentry label;
-	struct exfat_dir_iter it;
-	u32 found;
-	int err;
-
-	if (unlikely(exfat_forced_shutdown(sb)))
-		return -EIO;
-	exfat_make_label_entry(&label, uni, len);
-
-	inode_lock(root);
-	err = exfat_dir_find_type(root, EXFAT_TYPE_LABEL, &found);
-	if (err == -ENOENT)
-		err = exfat_find_slots(root, 1, 0, 0, &found);
-	if (!err) {
-		exfat_dir_iter_init(&it, root);
-		it.sync = true;
-		err = exfat_dir_put_entry(&it, found, &label);
-		err = exfat_dir_iter_release(&it) ?: err;
-	}
-	inode_unlock(root);
-	return err;
 }
 
 static int exfat_statfs(struct dentry *dentry, struct kstatfs *buf)
