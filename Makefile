@@ -122,6 +122,11 @@ _lint: $(CHECKPATCH)
 	@if grep -qE '^(ERROR|WARNING|CHECK)' $(LOGS)/lint.log; then \
 		echo "lint: checkpatch found the problems above"; exit 1; fi
 	@echo "lint: $(words $(LINT_FILES) $(USER_LINT_FILES)) files clean"
+	@# the layers of exfat.h: no call up but the ones allowed
+	@python3 scripts/callgraph.py >$(LOGS)/callgraph.log || \
+		{ cat $(LOGS)/callgraph.log; exit 1; }
+	@tail -n 1 $(LOGS)/callgraph.log
+	@python3 scripts/callgraph.py --self-test
 
 $(CHECKPATCH):
 	@test -n "$(KSRC_TAR)" || { echo "no /usr/src/linux-source-6.12.tar.xz (scripts/setup.sh)"; exit 1; }

@@ -905,10 +905,11 @@ void exfat_dindex_shrinker_free(struct super_block *sb)
 
 /*
  * Give directory dir one more cluster, zeroed (all end-of-directory
- * entries) on disk before it is linked, and the directory's new size
- * written to its entry set.  The caller holds dir's i_rwsem exclusive.
+ * entries) on disk before it is linked; the caller writes the directory's
+ * new size to its entry set (exfat_alloc_slots()).  The caller holds
+ * dir's i_rwsem exclusive.
  */
-static int exfat_grow_dir(struct inode *dir)
+int exfat_grow_dir(struct inode *dir)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(dir->i_sb);
 	struct exfat_inode_info *ei = EXFAT_I(dir);
@@ -931,7 +932,7 @@ static int exfat_grow_dir(struct inode *dir)
 	idx = exfat_good_dindex(dir);
 	if (idx && exfat_dindex_grow(idx, exfat_dir_entries(dir)))
 		WRITE_ONCE(idx->bad, true);
-	return __exfat_write_inode(dir, false);
+	return 0;
 }
 
 /*
@@ -1033,9 +1034,10 @@ static int exfat_index_slots(struct inode *dir, u32 start, unsigned int nr,
 }
 
 /*
- * Find nr consecutive unused entries in dir, growing it when there are
- * none, but for the busy_nr entries from busy (slots already promised to
- * another set, not yet written).  Returns the index of the first.  A set
+ * Find nr consecutive unused entries in dir, but for the busy_nr entries
+ * from busy (slots already promised to another set, not yet written).
+ * Returns 0 with *eidx the first, 1 when there are none (the directory
+ * must grow: exfat_alloc_slots()), or an error.  A set
  * that fits in a sector is placed inside one (see
  * exfat_sector_apply()), except at an end-of-directory entry in
  * mid-sector, which only a directory last written by another
@@ -1054,29 +1056,23 @@ int exfat_find_slots(struct inode *dir, unsigned int nr, u32 busy,
 	int ret;
 
 	lockdep_assert_held_write(&dir->i_rwsem);
-	for (;;) {
-		/* from the start of the hint's sector: a run may begin there */
-		start = min(ei->free_hint, exfat_dir_entries(dir)) &
-			~(per_sect - 1);
-		ret = exfat_index_slots(dir, start, nr, busy, busy_nr, &first,
-					&free);
-		if (ret == -ESTALE)
-			ret = exfat_scan_slots(dir, start, nr, busy, busy_nr,
-					       &first, &free);
-		if (ret < 0)
-			return ret;
-		if (ret) {
-			*eidx = first;
-			/* nothing unused before the set: look after it next */
-			ei->free_hint = free == first ? first + nr : free;
-			return 0;
-		}
+	/* from the start of the hint's sector: a run may begin there */
+	start = min(ei->free_hint, exfat_dir_entries(dir)) & ~(per_sect - 1);
+	ret = exfat_index_slots(dir, start, nr, busy, busy_nr, &first, &free);
+	if (ret == -ESTALE)
+		ret = exfat_scan_slots(dir, start, nr, busy, busy_nr, &first,
+				       &free);
+	if (ret < 0)
+		return ret;
+	if (!ret) {
+		/* searched: a free run at the end continues into growth */
 		ei->free_hint = free;
-		/* searched: a free run at the end continues into it */
-		ret = exfat_grow_dir(dir);
-		if (ret)
-			return ret;
+		return 1;
 	}
+	*eidx = first;
+	/* nothing unused before the set: look after it next */
+	ei->free_hint = free == first ? first + nr : free;
+	return 0;
 }
 
 /*

@@ -3,6 +3,21 @@
  * In-core state of the exfat2 driver: superblock and inode info, the
  * entry-set handle, unit conversions, messages and cross-file prototypes.
  *
+ * Layers (floors, lowest first; a file calls only its own floor and those
+ * below, which scripts/callgraph.py checks):
+ *
+ *   format		format.c, upcase_table.c, dindex.c: pure, no I/O
+ *   messages		msg.c: messages and the errors= policy
+ *   sectors		meta.c: the only user of buffer heads
+ *   FAT, bitmap, names	fatent.c, balloc.c, upcase.c
+ *   chains		map.c: a file's chain and its extent cache
+ *   entry sets		entry.c: the one reader and writer of entries
+ *   inodes, namespace	inode.c, file.c, dir.c, namei.c, ioctl.c, export.c
+ *   super		super.c
+ *
+ * One exception is left: balloc.c both keeps the bitmap and grows and cuts
+ * inodes' chains, and for the latter it updates map.c's extent cache.
+ *
  * Locking (outermost first; each rule is repeated beside the data):
  *
  *   inode->i_rwsem		VFS; namespace changes and writes to one inode
@@ -699,6 +714,7 @@ int exfat_replace_entry_set(struct exfat_dir_iter *it,
 			    unsigned int old_nr);
 bool exfat_same_sector(struct super_block *sb, u32 eidx, unsigned int nr,
 		       u32 old_eidx, unsigned int old_nr);
+int exfat_grow_dir(struct inode *dir);
 int exfat_find_slots(struct inode *dir, unsigned int nr, u32 busy,
 		     unsigned int busy_nr, u32 *eidx);
 int exfat_find_slots_near(struct inode *dir, unsigned int nr, u32 old_eidx,
@@ -745,6 +761,8 @@ struct inode *exfat_ilookup(struct super_block *sb, struct inode *dir,
 umode_t exfat_make_mode(struct exfat_sb_info *sbi, u16 attr);
 int exfat_write_inode(struct inode *inode, struct writeback_control *wbc);
 void exfat_set_position(struct inode *inode, struct inode *dir, u32 eidx);
+int exfat_alloc_slots(struct inode *dir, unsigned int nr, u32 busy,
+		      unsigned int busy_nr, u32 *eidx);
 int __exfat_write_inode(struct inode *inode, bool sync);
 int exfat_sync_valid_sizes(struct super_block *sb);
 int exfat_setattr(struct mnt_idmap *idmap, struct dentry *dentry,

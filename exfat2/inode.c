@@ -391,6 +391,24 @@ out:
 	return err ?: err2;
 }
 
+/*
+ * Find nr unused entries in dir (exfat_find_slots()), growing it by a
+ * cluster, with its new size written to its entry set, as long as there
+ * are none.  The caller holds dir's i_rwsem exclusive.
+ */
+int exfat_alloc_slots(struct inode *dir, unsigned int nr, u32 busy,
+		      unsigned int busy_nr, u32 *eidx)
+{
+	int ret;
+
+	while ((ret = exfat_find_slots(dir, nr, busy, busy_nr, eidx)) > 0) {
+		ret = exfat_grow_dir(dir) ?: __exfat_write_inode(dir, false);
+		if (ret)
+			return ret;
+	}
+	return ret;
+}
+
 int exfat_write_inode(struct inode *inode, struct writeback_control *wbc)
 {
 	return __exfat_write_inode(inode, wbc->sync_mode == WB_SYNC_ALL);

@@ -110,7 +110,7 @@ static int exfat_write_label(struct super_block *sb, const u16 *uni,
 	inode_lock(root);
 	err = exfat_dir_find_type(root, EXFAT_TYPE_LABEL, &found);
 	if (err == -ENOENT)
-		err = exfat_find_slots(root, 1, 0, 0, &found);
+		err = exfat_alloc_slots(root, 1, 0, 0, &found);
 	if (!err) {
 		exfat_dir_iter_init(&it, root);
 		it.sync = true;

@@ -321,7 +321,7 @@ static struct inode *exfat_add_set(struct inode *dir,
 	int err;
 
 	*kept = false;
-	err = exfat_find_slots(dir, es->nr, 0, 0, &es->eidx);
+	err = exfat_alloc_slots(dir, es->nr, 0, 0, &es->eidx);
 	if (err)
 		return ERR_PTR(err);
 	exfat_dir_iter_init(&it, dir);
@@ -537,7 +537,8 @@ static int exfat_place_set(struct inode *dir, struct exfat_entry_set *new_es,
 		if (err != -ENOSPC)
 			return err;
 	}
-	return exfat_find_slots(dir, new_es->nr, busy, busy_nr, &new_es->eidx);
+	return exfat_alloc_slots(dir, new_es->nr, busy, busy_nr,
+				 &new_es->eidx);
 }
 
 /* Do the two sets share an entry? */
