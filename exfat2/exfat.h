@@ -10,13 +10,11 @@
  *   messages		msg.c: messages and the errors= policy
  *   sectors		meta.c: the only user of buffer heads
  *   FAT, bitmap, names	fatent.c, balloc.c, upcase.c
- *   chains		map.c: a file's chain and its extent cache
+ *   chains		chain.c, map.c: growing and cutting chains, the
+ *			allocation policy, the extent cache
  *   entry sets		entry.c: the one reader and writer of entries
  *   inodes, namespace	inode.c, file.c, dir.c, namei.c, ioctl.c, export.c
  *   super		super.c
- *
- * One exception is left: balloc.c both keeps the bitmap and grows and cuts
- * inodes' chains, and for the latter it updates map.c's extent cache.
  *
  * Locking (outermost first; each rule is repeated beside the data):
  *
@@ -161,7 +159,7 @@ struct exfat_sb_info {
 	u32		free_clusters;
 	u32		alloc_hint;	/* where the next search starts */
 	struct list_head windows;	/* allocation windows, oldest first */
-	unsigned int	nr_windows;	/* (balloc.c; under alloc_lock) */
+	unsigned int	nr_windows;	/* (chain.c; under alloc_lock) */
 	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
 	u32		pending_clusters;
 	u64		alloc_seq;	/* bumped by every allocation */
@@ -284,7 +282,7 @@ struct exfat_inode_info {
 	u32		map_seq;
 	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
 	/*
-	 * Allocation window (balloc.c): free clusters after the last one
+	 * Allocation window (chain.c): free clusters after the last one
 	 * that other files' allocations step over; win_len 0: none.  Under
 	 * sbi->alloc_lock.
 	 */
@@ -530,22 +528,32 @@ void exfat_free_bitmap(struct super_block *sb);
 bool exfat_clu_in_use(struct super_block *sb, u32 clu);
 const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
 			    u32 *free);
+const char *exfat_check_freeable(struct super_block *sb, u32 clu, u32 len);
+bool exfat_find_free_run(struct super_block *sb, u32 hint, u32 max,
+			 u32 *start, u32 *len);
+void exfat_bitmap_set_range(struct super_block *sb, u32 clu, u32 len,
+			    bool used);
 void exfat_claim_run(struct inode *inode, u32 clu, u32 len);
-int exfat_alloc_clusters(struct inode *inode, u32 want);
-void exfat_window_drop(struct inode *inode);
-int exfat_append_dir_cluster(struct inode *dir);
+void exfat_release_run(struct super_block *sb, u32 clu, u32 len);
+void exfat_free_run(struct super_block *sb, u32 clu, u32 len);
 int exfat_commit_frees(struct super_block *sb);
 void exfat_drop_pending_frees(struct super_block *sb);
 int exfat_sync_alloc(struct super_block *sb, u64 seq);
 int exfat_zero_clusters_sync(struct super_block *sb, u32 clu, u32 n);
+void __exfat_dir_pool_drain(struct super_block *sb);
 void exfat_dir_pool_drain(struct super_block *sb);
-int exfat_free_clusters(struct inode *inode, u32 keep);
 void exfat_free_secondary_alloc(struct super_block *sb, u8 type, u32 clu,
 				u64 len, bool nofat);
-int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
 void exfat_free_dir_cluster(struct super_block *sb, u32 clu);
 int exfat_trim(struct super_block *sb, u64 start, u64 len, u64 minlen,
 	       u64 *trimmed);
+
+/* chain.c */
+int exfat_alloc_clusters(struct inode *inode, u32 want);
+void exfat_window_drop(struct inode *inode);
+int exfat_append_dir_cluster(struct inode *dir);
+int exfat_free_clusters(struct inode *inode, u32 keep);
+int exfat_alloc_dir_cluster(struct super_block *sb, u32 *clu);
 
 /* upcase.c */
 int exfat_load_upcase(struct super_block *sb, u32 clu, u64 len, u32 csum);

@@ -359,17 +359,21 @@ commit "add metadata I/O, name handling and the super block" \
 The file system type is registered as \"exfat\", so that existing user
 space and fstab entries work unchanged."
 
-add_src fatent.c balloc.c map.c
+add_src fatent.c balloc.c chain.c map.c
 commit "add FAT access, cluster allocation and extent mapping" \
-"Add the three layers between a file and its clusters:
+"Add the layers between a file and its clusters:
 
 - fatent.c: reading and writing FAT entries, each checked where it is
   used, and chain walks bounded by the size of the cluster heap, so a
   corrupted or looping chain is reported instead of followed forever;
 - balloc.c: the allocation bitmap, kept in the buffer cache for the life
-  of the mount, with contiguous-first allocation, the free cluster count,
-  optional discard and FITRIM support; clusters freed by a transaction
-  stay marked in use until the entries that referenced them are on disk;
+  of the mount, with the free cluster count, optional discard and FITRIM
+  support; clusters freed by a transaction stay marked in use until the
+  entries that referenced them are on disk;
+- chain.c: growing and cutting a file's chain (contiguous-first, a file
+  kept NoFatChain while it stays contiguous), allocation windows that
+  keep files written side by side apart, and the pool of zeroed
+  directory clusters;
 - map.c: the file cluster to disk cluster mapping.  A NoFatChain file is a
   single extent; a FAT-chained file is walked once and cached as a sorted
   array of extents, so lookups are a binary search under the inode's
