@@ -147,11 +147,11 @@ static const char *exfat_check_free(struct inode *inode, u32 keep)
 	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)
 		return exfat_check_freeable(inode->i_sb, ei->start_clu + keep,
 					    ei->alloc_clus - keep);
-	runs = kvmalloc_array(ei->nr_ext, sizeof(*runs), GFP_NOFS);
+	runs = kvmalloc_array(ei->emap.nr, sizeof(*runs), GFP_NOFS);
 	if (!runs)
 		return NULL;	/* the checks are a safety net, not a must */
-	for (i = 0; i < ei->nr_ext; i++) {
-		const struct exfat_extent *ext = &ei->ext[i];
+	for (i = 0; i < ei->emap.nr; i++) {
+		const struct exfat_extent *ext = &ei->emap.ext[i];
 		u32 from = max(ext->fclu, keep);
 
 		if (ext->fclu + ext->len <= keep)
@@ -194,10 +194,12 @@ static int exfat_link_run(struct super_block *sb, struct exfat_fat_cursor *cur,
 static u32 exfat_last_clu(struct inode *inode)
 {
 	struct exfat_inode_info *ei = EXFAT_I(inode);
+	const struct exfat_extent *last;
 
 	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)
 		return ei->start_clu + ei->alloc_clus - 1;
-	return ei->ext[ei->nr_ext - 1].clu + ei->ext[ei->nr_ext - 1].len - 1;
+	last = &ei->emap.ext[ei->emap.nr - 1];
+	return last->clu + last->len - 1;
 }
 
 /*
@@ -412,8 +414,8 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 	} else {
 		int i;
 
-		for (i = ei->nr_ext - 1; i >= 0; i--) {
-			struct exfat_extent *ext = &ei->ext[i];
+		for (i = ei->emap.nr - 1; i >= 0; i--) {
+			struct exfat_extent *ext = &ei->emap.ext[i];
 			u32 from = max(ext->fclu, keep);
 
 			if (ext->fclu + ext->len <= keep)

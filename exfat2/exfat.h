@@ -6,7 +6,7 @@
  * Layers (floors, lowest first; a file calls only its own floor and those
  * below, which scripts/callgraph.py checks):
  *
- *   format		format.c, upcase_table.c, dindex.c: pure, no I/O
+ *   format		format.c, upcase_table.c, dindex.c, extent.c: pure
  *   messages		msg.c: messages and the errors= policy
  *   sectors		meta.c: the only user of buffer heads
  *   FAT, bitmap, names	fatent.c, balloc.c, upcase.c
@@ -126,6 +126,14 @@ struct exfat_extent {
 	u32	fclu;
 	u32	clu;
 	u32	len;
+};
+
+/* A chain as extents, sorted by fclu and contiguous in it (extent.c). */
+struct exfat_extent_map {
+	struct exfat_extent *ext;
+	unsigned int	nr;
+	unsigned int	cap;
+	u32		fclus;		/* file clusters it covers */
 };
 
 struct exfat_sb_info {
@@ -328,10 +336,7 @@ struct exfat_inode_info {
 	 * past it on disk (as another system left it); see file.c.
 	 */
 	bool		tail_clean;
-	struct exfat_extent *ext;	/* sorted by fclu, contiguous in fclu */
-	unsigned int	nr_ext;
-	unsigned int	ext_cap;
-	u32		ext_fclus;	/* file clusters the cache covers */
+	struct exfat_extent_map emap;	/* the extent cache (map.c) */
 
 	struct inode	vfs_inode;
 };
@@ -610,6 +615,13 @@ static inline bool exfat_slots_placeable(u32 first, unsigned int nr, u32 eod,
 		return off + 2 <= per_sect;
 	return off + nr <= per_sect;
 }
+
+/* extent.c: pure, the caller holds the inode's map_lock */
+const struct exfat_extent *exfat_extent_find(const struct exfat_extent_map *map,
+					     u32 fclu);
+int exfat_extent_add(struct exfat_extent_map *map, u32 clu, u32 len);
+void exfat_extent_truncate(struct exfat_extent_map *map, u32 keep);
+void exfat_extent_free(struct exfat_extent_map *map);
 
 /* map.c */
 int exfat_check_chain_run(struct inode *inode, u32 clu, u32 len);

@@ -7,53 +7,7 @@
  * so a long fragmented file is never walked again and a lookup is a binary
  * search under a shared lock.
  */
-#include <linux/slab.h>
 #include "exfat.h"
-
-static const struct exfat_extent *exfat_find_extent(struct exfat_inode_info *ei,
-						    u32 fclu)
-{
-	unsigned int lo = 0, hi = ei->nr_ext;
-
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
-		const struct exfat_extent *ext = &ei->ext[mid];
-
-		if (fclu < ext->fclu)
-			hi = mid;
-		else if (fclu - ext->fclu >= ext->len)
-			lo = mid + 1;
-		else
-			return ext;
-	}
-	return NULL;
-}
-
-/* Append the run [clu, clu + len) at the end of the extent cache. */
-static int exfat_add_extent(struct exfat_inode_info *ei, u32 clu, u32 len)
-{
-	struct exfat_extent *last = ei->nr_ext ? &ei->ext[ei->nr_ext - 1] : NULL;
-
-	if (last && last->clu + last->len == clu) {
-		last->len += len;
-	} else {
-		if (ei->nr_ext == ei->ext_cap) {
-			unsigned int cap = max(8U, ei->ext_cap * 2);
-			struct exfat_extent *ext;
-
-			ext = kvrealloc(ei->ext, cap * sizeof(*ext), GFP_NOFS);
-			if (!ext)
-				return -ENOMEM;
-			ei->ext = ext;
-			ei->ext_cap = cap;
-		}
-		ei->ext[ei->nr_ext++] = (struct exfat_extent) {
-			.fclu = ei->ext_fclus, .clu = clu, .len = len,
-		};
-	}
-	ei->ext_fclus += len;
-	return 0;
-}
 
 /**
  * exfat_check_chain_run - check clusters of an inode's chain before use
@@ -94,31 +48,32 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 	int err = 0;
 
 	lockdep_assert_held_write(&ei->map_lock);
-	if (ei->ext_fclus >= total)
+	if (ei->emap.fclus >= total)
 		return 0;
 
-	if (!ei->nr_ext) {
+	if (!ei->emap.nr) {
 		err = exfat_check_chain_run(inode, ei->start_clu, 1) ?:
-		      exfat_add_extent(ei, ei->start_clu, 1);
+		      exfat_extent_add(&ei->emap, ei->start_clu, 1);
 		if (err)
 			return err;
 	}
-	clu = ei->ext[ei->nr_ext - 1].clu + ei->ext[ei->nr_ext - 1].len - 1;
-	while (ei->ext_fclus < total) {
+	clu = ei->emap.ext[ei->emap.nr - 1].clu +
+	      ei->emap.ext[ei->emap.nr - 1].len - 1;
+	while (ei->emap.fclus < total) {
 		err = exfat_fat_next(sb, &cur, clu, &next);
 		if (err)
 			break;
 		if (next == EXFAT_FAT_EOC) {
 			exfat_fs_error(sb, "inode %lu: cluster chain ends after %u of %u clusters",
-				       inode->i_ino, ei->ext_fclus, total);
+				       inode->i_ino, ei->emap.fclus, total);
 			err = -EFSCORRUPTED;
 			break;
 		}
 		/* stop at the end of the run that holds fclu */
-		if (ei->ext_fclus > fclu && next != clu + 1)
+		if (ei->emap.fclus > fclu && next != clu + 1)
 			break;
 		err = exfat_check_chain_run(inode, next, 1) ?:
-		      exfat_add_extent(ei, next, 1);
+		      exfat_extent_add(&ei->emap, next, 1);
 		if (err)
 			break;
 		clu = next;
@@ -130,11 +85,11 @@ static int exfat_fill_extents(struct inode *inode, u32 fclu, u32 total)
 static const struct exfat_extent *
 exfat_cached(struct exfat_inode_info *ei, u32 fclu)
 {
-	const struct exfat_extent *ext = exfat_find_extent(ei, fclu);
+	const struct exfat_extent *ext = exfat_extent_find(&ei->emap, fclu);
 
 	/* a hit in the last extent may be a run that goes on uncached */
-	if (ext && ext == &ei->ext[ei->nr_ext - 1] &&
-	    ei->ext_fclus < ei->alloc_clus && fclu == ext->fclu + ext->len - 1)
+	if (ext && ext == &ei->emap.ext[ei->emap.nr - 1] &&
+	    ei->emap.fclus < ei->alloc_clus && fclu == ext->fclu + ext->len - 1)
 		return NULL;
 	return ext;
 }
@@ -197,7 +152,7 @@ int exfat_map_cluster_locked(struct inode *inode, u32 fclu, u32 *clu,
 	if (!ext) {
 		lockdep_assert_held_write(&ei->map_lock);
 		err = exfat_fill_extents(inode, fclu, ei->alloc_clus);
-		ext = exfat_find_extent(ei, fclu);
+		ext = exfat_extent_find(&ei->emap, fclu);
 		if (!ext)
 			return err ?: -EFSCORRUPTED;
 	}
@@ -219,7 +174,7 @@ int exfat_map_prefill(struct inode *inode, u32 fclu)
 
 	down_read(&ei->map_lock);
 	cached = ei->flags & EXFAT_FLAG_NO_FAT_CHAIN ||
-		 fclu >= ei->alloc_clus || exfat_find_extent(ei, fclu);
+		 fclu >= ei->alloc_clus || exfat_extent_find(&ei->emap, fclu);
 	up_read(&ei->map_lock);
 	if (cached)
 		return 0;
@@ -238,7 +193,7 @@ u32 exfat_map_cached(struct inode *inode, u32 fclu)
 
 	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN)
 		return ei->start_clu + fclu;
-	ext = exfat_find_extent(ei, fclu);
+	ext = exfat_extent_find(&ei->emap, fclu);
 	if (WARN_ON_ONCE(!ext))
 		return 0;
 	return ext->clu + (fclu - ext->fclu);
@@ -251,7 +206,7 @@ int exfat_fill_all_extents(struct inode *inode)
 
 	lockdep_assert_held_write(&ei->map_lock);
 	if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN || !ei->alloc_clus ||
-	    ei->ext_fclus >= ei->alloc_clus)
+	    ei->emap.fclus >= ei->alloc_clus)
 		return 0;
 	return exfat_fill_extents(inode, ei->alloc_clus - 1, ei->alloc_clus);
 }
@@ -262,9 +217,8 @@ int exfat_extents_from_contiguous(struct inode *inode)
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
 	lockdep_assert_held_write(&ei->map_lock);
-	ei->nr_ext = 0;
-	ei->ext_fclus = 0;
-	return exfat_add_extent(ei, ei->start_clu, ei->alloc_clus);
+	exfat_extent_truncate(&ei->emap, 0);
+	return exfat_extent_add(&ei->emap, ei->start_clu, ei->alloc_clus);
 }
 
 /* Record newly linked clusters at the end of a fully cached chain. */
@@ -273,9 +227,9 @@ int exfat_extents_append(struct inode *inode, u32 clu, u32 len)
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
 	lockdep_assert_held_write(&ei->map_lock);
-	if (WARN_ON_ONCE(ei->ext_fclus != ei->alloc_clus))
+	if (WARN_ON_ONCE(ei->emap.fclus != ei->alloc_clus))
 		return -EIO;
-	return exfat_add_extent(ei, clu, len);
+	return exfat_extent_add(&ei->emap, clu, len);
 }
 
 /* Forget the clusters from file cluster keep on. */
@@ -284,24 +238,10 @@ void exfat_extents_truncate(struct inode *inode, u32 keep)
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
 	lockdep_assert_held_write(&ei->map_lock);
-	while (ei->nr_ext && ei->ext[ei->nr_ext - 1].fclu >= keep)
-		ei->nr_ext--;
-	if (ei->nr_ext) {
-		struct exfat_extent *last = &ei->ext[ei->nr_ext - 1];
-
-		if (last->fclu + last->len > keep)
-			last->len = keep - last->fclu;
-	}
-	ei->ext_fclus = min(ei->ext_fclus, keep);
+	exfat_extent_truncate(&ei->emap, keep);
 }
 
 void exfat_drop_extents(struct inode *inode)
 {
-	struct exfat_inode_info *ei = EXFAT_I(inode);
-
-	kvfree(ei->ext);
-	ei->ext = NULL;
-	ei->nr_ext = 0;
-	ei->ext_cap = 0;
-	ei->ext_fclus = 0;
+	exfat_extent_free(&EXFAT_I(inode)->emap);
 }

@@ -55,10 +55,7 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->free_hint = 0;
 	ei->dindex = NULL;
 	ei->tail_clean = true;
-	ei->ext = NULL;
-	ei->nr_ext = 0;
-	ei->ext_cap = 0;
-	ei->ext_fclus = 0;
+	ei->emap = (struct exfat_extent_map) {};
 	return &ei->vfs_inode;
 }
 
@@ -540,9 +537,9 @@ static int exfat_scan_root(struct super_block *sb, struct inode *root)
 	 * then the rest of its chain (see exfat_fill_inode()).
 	 */
 	down_write(&EXFAT_I(root)->map_lock);
-	for (i = 0; i < EXFAT_I(root)->nr_ext && !err; i++)
-		err = exfat_check_chain_run(root, EXFAT_I(root)->ext[i].clu,
-					    EXFAT_I(root)->ext[i].len);
+	for (i = 0; i < EXFAT_I(root)->emap.nr && !err; i++)
+		err = exfat_check_chain_run(root, EXFAT_I(root)->emap.ext[i].clu,
+					    EXFAT_I(root)->emap.ext[i].len);
 	up_write(&EXFAT_I(root)->map_lock);
 	return err ?: exfat_map_prefill(root, EXFAT_I(root)->alloc_clus - 1);
 out:

@@ -359,7 +359,7 @@ commit "add metadata I/O, name handling and the super block" \
 The file system type is registered as \"exfat\", so that existing user
 space and fstab entries work unchanged."
 
-add_src fatent.c balloc.c chain.c map.c
+add_src fatent.c balloc.c chain.c extent.c map.c
 commit "add FAT access, cluster allocation and extent mapping" \
 "Add the layers between a file and its clusters:
 
@@ -374,6 +374,8 @@ commit "add FAT access, cluster allocation and extent mapping" \
   kept NoFatChain while it stays contiguous), allocation windows that
   keep files written side by side apart, and the pool of zeroed
   directory clusters;
+- extent.c: the extent map, a chain as a sorted array of runs (pure
+  data, no I/O);
 - map.c: the file cluster to disk cluster mapping.  A NoFatChain file is a
   single extent; a FAT-chained file is walked once and cached as a sorted
   array of extents, so lookups are a binary search under the inode's
@@ -458,18 +460,21 @@ device:
 - format_test.c: boot sector verification (every field and their
   relations), the three checksums against the specification's formulas
   and vectors computed outside the kernel, the name hash, up-case table
-  expansion (including the recommended table's checksum) and time stamp
-  conversion in both directions;
+  expansion (including the recommended table's checksum), time stamp
+  conversion in both directions, the root directory's critical entries
+  and the search for free clusters in the allocation bitmap;
 - upcase_test.c: UTF-8 <-> UTF-16 conversion (surrogate pairs, lone
   surrogates, invalid sequences, lengths), case-folded comparison
   through the recommended up-case table, and the rules for new names and
   trailing dots;
 - dindex_test.c: the directory index's hash table (collisions, growth,
   removal with and without the hash) and its search for free entries
-  under the rules for placing entry sets.
+  under the rules for placing entry sets;
+- extent_test.c: the extent map (merging runs, growth, lookups,
+  truncation).
 
-The test files are included at the end of format.c, upcase.c and
-dindex.c, as ext4 does for mballoc-test.c, so that they can reach static
+The test files are included at the end of format.c, upcase.c, dindex.c
+and extent.c, as ext4 does for mballoc-test.c, so that they can reach static
 helpers; they are built when EXFAT2_KUNIT_TEST is enabled and run when
 the module loads."
 
