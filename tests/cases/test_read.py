@@ -4,28 +4,15 @@ read back identically with exfat2, checked against the in-tree driver's own
 view of the same volume in the same boot."""
 
 import errno
-import fcntl
 import mmap
 import os
-import struct
 import time
 
 from lib import (Image, TestFailure, assert_eq, assert_true,
                  dmesg_this_test, expect_errno, log, mount, sh, test)
-from tree import (NAMES, diff_manifests, interleave, manifest, pattern,
+from tree import (ATTR_HIDDEN, ATTR_SYSTEM, NAMES,
+                  diff_manifests, interleave, manifest, pattern, set_attr,
                   write_file)
-
-FAT_IOCTL_SET_ATTRIBUTES = 0x40047211
-ATTR_HIDDEN, ATTR_SYSTEM, ATTR_ARCHIVE = 0x02, 0x04, 0x20
-
-
-def set_attr(path, attr):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.ioctl(fd, FAT_IOCTL_SET_ATTRIBUTES, struct.pack("<I", attr))
-    finally:
-        os.close(fd)
-
 
 def compare_drivers(dev, opts="ro"):
     """Manifest of dev under the in-tree driver, then under ours."""

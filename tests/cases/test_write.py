@@ -22,13 +22,13 @@ import zlib
 
 from lib import (Image, TestFailure, assert_eq, assert_true, expect_errno,
                  fail, fsck_clean, log, mount, test, umount, xcheck_clean)
-from tree import pattern, write_file
-from wtree import (ALL_FIELDS, ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN,
-                   ATTR_READONLY, ATTR_SYSTEM, FUSE_FIELDS, RENAME_EXCHANGE,
+from tree import (ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN, ATTR_READONLY,
+                  ATTR_SYSTEM, get_attr, pattern, set_attr, write_file)
+from wtree import (ALL_FIELDS, FUSE_FIELDS, RENAME_EXCHANGE,
                    RENAME_NOREPLACE, RENAME_WHITEOUT, WRITE_DRIVER,
                    bitmap_free, compare, dump_free, fsx_binary, fuse_mount,
-                   fuse_view, get_attr, manifest, model_tree, model_view,
-                   modify_tree, mount_rw, renameat2, set_attr, write_tree)
+                   fuse_view, manifest, model_tree, model_view,
+                   modify_tree, mount_rw, renameat2, write_tree)
 
 X = WRITE_DRIVER
 

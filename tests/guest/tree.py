@@ -2,7 +2,8 @@
 """Build rich exFAT trees with any driver and describe them as manifests.
 
 manifest(root) -> {relative path: {type, size, sha256, mtime, atime, btime,
-mode, nlink, attr}}, compared across drivers with diff_manifests().
+mode, nlink, attr}}, compared across drivers with diff_manifests();
+get_attr(path), set_attr(path, attr) and ATTR_*: the FAT attribute ioctls.
 """
 
 import fcntl
@@ -13,7 +14,11 @@ import struct
 
 from lib import TestFailure
 
+# The FAT attribute ioctls shared with vfat, and the attribute bits
 FAT_IOCTL_GET_ATTRIBUTES = 0x80047210
+FAT_IOCTL_SET_ATTRIBUTES = 0x40047211
+ATTR_READONLY, ATTR_HIDDEN, ATTR_SYSTEM = 0x01, 0x02, 0x04
+ATTR_DIR, ATTR_ARCHIVE = 0x10, 0x20
 
 # Names that exercise the name code: CJK, emoji (surrogate pairs),
 # combining marks, a 255-unit name, non-ASCII case.
@@ -31,11 +36,19 @@ NAMES = [
 ]
 
 
-def attr_of(path):
+def get_attr(path):
     fd = os.open(path, os.O_RDONLY)
     try:
         buf = fcntl.ioctl(fd, FAT_IOCTL_GET_ATTRIBUTES, b"\0" * 4)
         return struct.unpack("<I", buf)[0]
+    finally:
+        os.close(fd)
+
+
+def set_attr(path, attr):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, FAT_IOCTL_SET_ATTRIBUTES, struct.pack("<I", attr))
     finally:
         os.close(fd)
 
@@ -60,7 +73,7 @@ def manifest(root, content=True, times=True, attrs=True):
                 e.update(mtime=st.st_mtime_ns, atime=st.st_atime_ns,
                          btime=_btime(full))
             if attrs:
-                e["attr"] = attr_of(full)
+                e["attr"] = get_attr(full)
             if content and not os.path.isdir(full):
                 h = hashlib.sha256()
                 with open(full, "rb") as f:

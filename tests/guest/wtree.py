@@ -24,7 +24,7 @@ bitmap_free(dev) -> (cluster_count, free clusters counted in the
         allocation bitmap); dump_free(dev) -> dump.exfat's "Free Clusters".
 renameat2(old, new, flags), RENAME_NOREPLACE, RENAME_EXCHANGE,
         RENAME_WHITEOUT
-get_attr(path), set_attr(path, attr), ATTR_*
+get_attr(path), set_attr(path, attr), ATTR_*: from tree.py
 fsx_binary(), io_verify_binary() -> path of tests/tools/fsx-lite or
         io-verify, built into /tmp by the guest's gcc if the prebuilt one
         is missing or older than its source (tool_binary(name, libs)).
@@ -39,14 +39,14 @@ model_tree(cluster, modify=True) -> manifest (type, size, sha256) of
 """
 
 import ctypes
-import fcntl
 import hashlib
 import os
 import stat
 import struct
 
 from lib import REPO, TestFailure, mount, sh
-from tree import NAMES, interleave, pattern, write_file
+from tree import (ATTR_ARCHIVE, ATTR_HIDDEN, ATTR_SYSTEM, NAMES, get_attr,
+                  interleave, pattern, set_attr, write_file)
 
 # --- the driver under test ------------------------------------------------
 
@@ -121,29 +121,6 @@ def statx(path):
     return {"mode": mode, "nlink": nlink, "size": size, "atime": ts(64),
             "btime": ts(80) if mask & 0x800 else None, "ctime": ts(96),
             "mtime": ts(112)}
-
-
-FAT_IOCTL_GET_ATTRIBUTES = 0x80047210
-FAT_IOCTL_SET_ATTRIBUTES = 0x40047211
-ATTR_READONLY, ATTR_HIDDEN, ATTR_SYSTEM = 0x01, 0x02, 0x04
-ATTR_DIR, ATTR_ARCHIVE = 0x10, 0x20
-
-
-def get_attr(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        buf = fcntl.ioctl(fd, FAT_IOCTL_GET_ATTRIBUTES, b"\0" * 4)
-        return struct.unpack("<I", buf)[0]
-    finally:
-        os.close(fd)
-
-
-def set_attr(path, attr):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.ioctl(fd, FAT_IOCTL_SET_ATTRIBUTES, struct.pack("<I", attr))
-    finally:
-        os.close(fd)
 
 
 def _sha(path):
