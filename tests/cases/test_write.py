@@ -1189,6 +1189,63 @@ def _dev_stat(dev):
 
 
 @test(timeout=300)
+def long_set_rewritten_in_one_sector_write():
+    """A set of more than a sector's worth of entries (a name of 230
+    characters: 18 entries, 512-byte sectors) spans two sectors.  exfat2
+    keeps its File and Stream entries in one, even when the free run
+    starts at a sector's last entry, and rewriting the set (new times,
+    fsync) writes only that sector: a power cut cannot tear a set that
+    was durable: the rewrite costs as many block-layer writes as one of a
+    three-entry set.  The in-tree driver reads the file back."""
+    import rawfs
+    long_name = "L" + "".join(chr(97 + i * 7 % 26) for i in range(229))
+    with Image(size_mb=16, cluster=4096) as img:
+        with mount(img.dev) as mnt:
+            os.mkdir(f"{mnt}/d")
+            for i in range(5):          # 15 entries: the run starts at 15
+                open(f"{mnt}/d/f{i}", "wb").close()
+            path = f"{mnt}/d/{long_name}"
+            with open(path, "wb") as f:
+                f.write(pattern(3000, seed=5))
+                f.flush()
+                os.fsync(f.fileno())
+            fd = os.open(f"{mnt}/d", os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+
+            def rewrite(p):
+                """Block-layer writes of a new mtime and an fsync."""
+                w0, _ = _dev_stat(img.dev)
+                os.utime(p, (1_600_000_000, 1_600_000_000))
+                fd = os.open(p, os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+                return _dev_stat(img.dev)[0] - w0
+            short = rewrite(f"{mnt}/d/f0")
+            long_ = rewrite(path)
+        v = rawfs.Volume(img.dev)
+        try:
+            s, _ = v.lookup("d")
+            per = v.sect // 32
+            st = next(x for x in v.sets(v.dir_clusters(s))
+                      if x.name == long_name)
+        finally:
+            v.close()
+        assert_eq(len(st.entries), 18, "entries of the long set")
+        assert_eq(st.eidx // per, (st.eidx + 1) // per,
+                  f"File and Stream in one sector (entry {st.eidx})")
+        log(f"writes of a rewrite + fsync: short set {short}, long {long_}")
+        assert_eq(long_, short, "writes of the long set's rewrite, as many "
+                  "as of a short one's")
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            with open(f"{mnt}/d/{long_name}", "rb") as f:
+                assert_eq(f.read() == pattern(3000, seed=5), True,
+                          "the in-tree driver reads the file")
+            assert_eq(int(os.stat(f"{mnt}/d/{long_name}").st_mtime),
+                      1_600_000_000, "the new mtime")
+
+
+@test(timeout=300)
 def mkdir_flushes_batched():
     """A new directory's cluster must be zero and allocated on disk
     before its entry points to it: a write and a cache flush.  exfat2
