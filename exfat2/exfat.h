@@ -71,7 +71,8 @@
  *     of entries (a name over 210 characters on 512-byte sectors) spans
  *     two; its File and Stream entries share one, and only sectors that
  *     change are written, so rewriting it in place is one sector write
- *     (exfat_slots_placeable).
+ *     (exfat_slots_placeable).  A long set another system placed with
+ *     its Stream entry in the next sector still takes two.
  */
 #ifndef _EXFAT2_H
 #define _EXFAT2_H
