@@ -315,6 +315,6 @@ bool exfat_dindex_find_run(const struct exfat_dindex *idx, u32 start,
 	return false;
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
+#if IS_ENABLED(CONFIG_EXFAT2_KUNIT_TEST)
 #include "dindex_test.c"
 #endif

@@ -80,6 +80,6 @@ void exfat_extent_free(struct exfat_extent_map *map)
 	*map = (struct exfat_extent_map) {};
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
+#if IS_ENABLED(CONFIG_EXFAT2_KUNIT_TEST)
 #include "extent_test.c"
 #endif

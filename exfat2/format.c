@@ -583,6 +583,6 @@ void exfat_make_label_entry(union exfat_dentry *de, const u16 *uni,
 		de->label.label[i] = cpu_to_le16(uni[i]);
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
+#if IS_ENABLED(CONFIG_EXFAT2_KUNIT_TEST)
 #include "format_test.c"
 #endif

@@ -458,6 +458,6 @@ unsigned int exfat_strip_trailing_dots(const char *name, unsigned int len)
 	return len;
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
+#if IS_ENABLED(CONFIG_EXFAT2_KUNIT_TEST)
 #include "upcase_test.c"
 #endif

@@ -29,9 +29,9 @@
 #     before EXFAT2_KUNIT_TEST, until the documentation patch it lacks the
 #     "See <file:Documentation/filesystems/exfat2.rst>" sentence, and the
 #     KUnit help gets the usual pointer to the KUnit documentation;
-#   - in *.c, "#if IS_ENABLED(CONFIG_KUNIT)" around #include "*_test.c"
-#     becomes "#if IS_ENABLED(CONFIG_EXFAT2_KUNIT_TEST)"; before the KUnit
-#     patch the block is left out;
+#   - in *.c, the "#if IS_ENABLED(CONFIG_EXFAT2_KUNIT_TEST)" block around
+#     #include "*_test.c" is left out before the KUnit patch (out of tree,
+#     exfat2/Kbuild defines that option when the kernel has KUnit);
 #   - until every object is there, fs/exfat2/Makefile only compiles them
 #     (always-$(CONFIG_EXFAT2_FS)) and links no module, so that a full
 #     kernel build (allmodconfig too) succeeds at every patch; the patch
