@@ -135,7 +135,11 @@ static const void *exfat_bitmap_chunk(const struct exfat_bitmap *bm,
 }
 
 /* The volume's bitmap, for exfat_bitmap_find_free(). */
-static struct exfat_bitmap exfat_bitmap_of(const struct exfat_sb_info *sbi)
+/*
+ * The bitmap as the pure searches of format.c and window.c see it; valid
+ * while alloc_lock is held.
+ */
+struct exfat_bitmap exfat_bitmap_of(const struct exfat_sb_info *sbi)
 {
 	return (struct exfat_bitmap) {
 		.chunk = exfat_bitmap_chunk,
@@ -208,18 +212,9 @@ bool exfat_find_free_run(struct super_block *sb, u32 hint, u32 max,
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct exfat_bitmap bm = exfat_bitmap_of(sbi);
-	u32 bit, first = 0;
 
 	lockdep_assert_held(&sbi->alloc_lock);
-	if (hint < EXFAT_FIRST_CLUSTER ||
-	    hint - EXFAT_FIRST_CLUSTER >= sbi->clu_count)
-		hint = EXFAT_FIRST_CLUSTER;
-	bit = hint - EXFAT_FIRST_CLUSTER;
-	*len = exfat_bitmap_find_free(&bm, bit, sbi->clu_count, max, &first);
-	if (!*len)
-		*len = exfat_bitmap_find_free(&bm, 0, bit, max, &first);
-	*start = first + EXFAT_FIRST_CLUSTER;
-	return *len;
+	return exfat_bitmap_find_run(&bm, hint, max, start, len);
 }
 
 /* Set or clear the bitmap bits of clusters [clu, clu + len). */

@@ -2,8 +2,9 @@
 /*
  * Cluster chains: growing and cutting a file's or directory's chain (FAT
  * links or NoFatChain, kept in step with map.c's extent cache), and the
- * allocation policy: where new clusters come from (allocation windows,
- * the pool of zeroed directory clusters).  The bitmap itself is balloc.c's.
+ * allocation policy: where new clusters come from (the allocation windows
+ * of window.c, the pool of zeroed directory clusters).  The bitmap itself
+ * is balloc.c's.
  */
 #include <linux/slab.h>
 #include <linux/sort.h>
@@ -11,82 +12,16 @@
 #include "exfat.h"
 
 /*
- * Allocation windows.  Files written at the same time allocate in turns,
- * and without more each would get the clusters after the other's last
- * ones: their chains interleave, a run per write.  So a file that
- * allocates keeps a window on the free clusters after its last one, in
- * memory only (exFAT cannot record clusters past DataLength), and other
- * files' allocations step over it.  A window is a hint, never an
- * allocation: the bitmap is the only record of what is in use, nothing is
- * counted as used, and when the free space outside the windows is not
- * found, allocations take it inside them.  A window grows with its file
- * (from 4 MiB up to 64 MiB) and goes when the file is closed by a writer,
- * truncated or evicted; the EXFAT_MAX_WINDOWS newest are kept.  Windows
- * are guarded by alloc_lock.
- */
-#define EXFAT_MAX_WINDOWS	32
-
-static void exfat_window_del(struct exfat_sb_info *sbi,
-			     struct exfat_inode_info *ei)
-{
-	list_del_init(&ei->win_node);
-	WRITE_ONCE(ei->win_len, 0);
-	sbi->nr_windows--;
-}
-
-/*
- * Clip the free run [*start, *start + *len) to what lies outside the
- * windows of files other than self (NULL: of every file).  Returns false
- * when *start is inside one; then *next is where that window ends.
- */
-static bool exfat_window_clip(struct exfat_sb_info *sbi,
-			      const struct exfat_inode_info *self, u32 *start,
-			      u32 *len, u32 *next)
-{
-	struct exfat_inode_info *ei;
-
-	list_for_each_entry(ei, &sbi->windows, win_node) {
-		if (ei == self)
-			continue;
-		if (*start - ei->win_start < ei->win_len) {
-			*next = ei->win_start + ei->win_len;
-			return false;
-		}
-		if (ei->win_start - *start < *len)
-			*len = ei->win_start - *start;
-	}
-	return true;
-}
-
-/*
- * After an allocation: the window of ei starts after its last cluster and
- * ends where another file's begins; none if that cluster is in one.
+ * After an allocation ending at cluster last: the window of ei (window.c)
+ * moves after it, sized for the file.
  */
 static void exfat_window_set(struct exfat_sb_info *sbi,
 			     struct exfat_inode_info *ei, u32 last)
 {
-	u32 end = sbi->clu_count + EXFAT_FIRST_CLUSTER, start = last + 1;
-	u32 len = clamp_t(u32, ei->alloc_clus, SZ_4M >> sbi->clu_shift,
-			  SZ_64M >> sbi->clu_shift);
-	u32 next;
-
 	lockdep_assert_held(&sbi->alloc_lock);
-	len = min(max(len, 1U), start < end ? end - start : 0);
-	if (!len || !exfat_window_clip(sbi, ei, &start, &len, &next)) {
-		if (ei->win_len)
-			exfat_window_del(sbi, ei);
-		return;
-	}
-	if (!ei->win_len) {
-		if (sbi->nr_windows == EXFAT_MAX_WINDOWS)
-			exfat_window_del(sbi, list_first_entry(&sbi->windows,
-							       struct exfat_inode_info,
-							       win_node));
-		sbi->nr_windows++;
-	}
-	list_move_tail(&ei->win_node, &sbi->windows);
-	ei->win_start = start;
-	WRITE_ONCE(ei->win_len, len);
+	exfat_window_place(&sbi->windows, &ei->win, last,
+			   exfat_window_want(ei->alloc_clus, sbi->clu_shift),
+			   sbi->clu_count + EXFAT_FIRST_CLUSTER);
 }
 
 /* The file no longer needs its window (closed, truncated, evicted). */
@@ -95,33 +30,28 @@ void exfat_window_drop(struct inode *inode)
 	struct exfat_sb_info *sbi = EXFAT_SB(inode->i_sb);
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 
-	if (!READ_ONCE(ei->win_len))
+	if (!READ_ONCE(ei->win.len))
 		return;
 	mutex_lock(&sbi->alloc_lock);
-	if (ei->win_len)
-		exfat_window_del(sbi, ei);
+	if (ei->win.len)
+		exfat_window_del(&sbi->windows, &ei->win);
 	mutex_unlock(&sbi->alloc_lock);
 }
 
 /*
- * exfat_find_free_run() stepping over the windows of files other than
- * self; inside them only when nothing is found outside.
+ * A free run at or after hint, at most max long, outside the windows of
+ * files other than self (NULL: of every file) unless there is none.
  */
 static bool exfat_find_run_outside(struct super_block *sb,
 				   const struct exfat_inode_info *self,
 				   u32 hint, u32 max, u32 *start, u32 *len)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
-	u32 h = hint, tries;
+	struct exfat_bitmap bm = exfat_bitmap_of(sbi);
 
-	/* each try steps over a window; twice as many: the search wraps */
-	for (tries = 0; tries <= 2 * sbi->nr_windows + 1; tries++) {
-		if (!exfat_find_free_run(sb, h, max, start, len))
-			return false;
-		if (exfat_window_clip(sbi, self, start, len, &h))
-			return true;
-	}
-	return exfat_find_free_run(sb, hint, max, start, len);
+	lockdep_assert_held(&sbi->alloc_lock);
+	return exfat_windows_find(&sbi->windows, self ? &self->win : NULL, &bm,
+				  hint, max, start, len);
 }
 
 static int exfat_cmp_extent_clu(const void *a, const void *b)
@@ -405,8 +335,8 @@ int exfat_free_clusters(struct inode *inode, u32 keep)
 
 	mutex_lock(&sbi->alloc_lock);
 	exfat_set_vol_dirty(sb);
-	if (ei->win_len)
-		exfat_window_del(sbi, ei);
+	if (ei->win.len)
+		exfat_window_del(&sbi->windows, &ei->win);
 	if (why) {
 		/* leaked: only cut the chain, below */
 	} else if (ei->flags & EXFAT_FLAG_NO_FAT_CHAIN) {

@@ -6,7 +6,8 @@
  * Layers (floors, lowest first; a file calls only its own floor and those
  * below, which scripts/callgraph.py checks):
  *
- *   format		format.c, upcase_table.c, dindex.c, extent.c: pure
+ *   format		format.c, upcase_table.c, dindex.c, extent.c,
+ *			window.c: pure
  *   messages		msg.c: messages and the errors= policy
  *   sectors		meta.c: the only user of buffer heads
  *   FAT, bitmap, names	fatent.c, balloc.c, upcase.c
@@ -129,6 +130,24 @@ struct exfat_extent {
 	u32	len;
 };
 
+/*
+ * An allocation window (window.c): free clusters [start, start + len)
+ * that other files' allocations step over; len 0: none.
+ */
+struct exfat_window {
+	u32		start;
+	u32		len;
+	struct list_head node;		/* in exfat_windows.list */
+};
+
+#define EXFAT_MAX_WINDOWS	32
+
+/* The open windows of a volume, oldest first. */
+struct exfat_windows {
+	struct list_head list;
+	unsigned int	nr;
+};
+
 /* A chain as extents, sorted by fclu and contiguous in it (extent.c). */
 struct exfat_extent_map {
 	struct exfat_extent *ext;
@@ -167,8 +186,7 @@ struct exfat_sb_info {
 	u32		bitmap_clus;	/* its length in clusters */
 	u32		free_clusters;
 	u32		alloc_hint;	/* where the next search starts */
-	struct list_head windows;	/* allocation windows, oldest first */
-	unsigned int	nr_windows;	/* (chain.c; under alloc_lock) */
+	struct exfat_windows windows;	/* allocation windows (chain.c) */
 	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
 	u32		pending_clusters;
 	u64		alloc_seq;	/* bumped by every allocation */
@@ -291,13 +309,11 @@ struct exfat_inode_info {
 	u32		map_seq;
 	u64		alloc_seq;	/* sbi->alloc_seq of its last allocation */
 	/*
-	 * Allocation window (chain.c): free clusters after the last one
-	 * that other files' allocations step over; win_len 0: none.  Under
-	 * sbi->alloc_lock.
+	 * Allocation window (window.c): free clusters after the last one
+	 * that other files' allocations step over.  Under sbi->alloc_lock;
+	 * win.len may be read without it, as a hint that there is one.
 	 */
-	u32		win_start;
-	u32		win_len;
-	struct list_head win_node;	/* in sbi->windows */
+	struct exfat_window win;
 	loff_t		disk_valid;	/* ValidDataLength last written to disk */
 	/*
 	 * sbi->flush_seq when a data write of this file last completed
@@ -454,6 +470,8 @@ struct exfat_bitmap {
 
 u32 exfat_bitmap_find_free(const struct exfat_bitmap *bm, u32 from, u32 limit,
 			   u32 max, u32 *first);
+bool exfat_bitmap_find_run(const struct exfat_bitmap *bm, u32 hint, u32 max,
+			   u32 *start, u32 *len);
 
 /* What the root directory's critical primaries say (§7.1-7.5). */
 struct exfat_root_info {
@@ -535,6 +553,7 @@ bool exfat_clu_in_use(struct super_block *sb, u32 clu);
 const char *exfat_check_run(struct super_block *sb, u32 clu, u32 len,
 			    u32 *free);
 const char *exfat_check_freeable(struct super_block *sb, u32 clu, u32 len);
+struct exfat_bitmap exfat_bitmap_of(const struct exfat_sb_info *sbi);
 bool exfat_find_free_run(struct super_block *sb, u32 hint, u32 max,
 			 u32 *start, u32 *len);
 void exfat_bitmap_set_range(struct super_block *sb, u32 clu, u32 len,
@@ -623,6 +642,21 @@ const struct exfat_extent *exfat_extent_find(const struct exfat_extent_map *map,
 int exfat_extent_add(struct exfat_extent_map *map, u32 clu, u32 len);
 void exfat_extent_truncate(struct exfat_extent_map *map, u32 keep);
 void exfat_extent_free(struct exfat_extent_map *map);
+
+/* window.c: pure, the caller holds sbi->alloc_lock */
+void exfat_windows_init(struct exfat_windows *ws);
+void exfat_window_init(struct exfat_window *w);
+void exfat_window_del(struct exfat_windows *ws, struct exfat_window *w);
+bool exfat_windows_clip(const struct exfat_windows *ws,
+			const struct exfat_window *self, u32 *start, u32 *len,
+			u32 *next);
+u32 exfat_window_want(u32 alloc_clus, unsigned int clu_shift);
+void exfat_window_place(struct exfat_windows *ws, struct exfat_window *w,
+			u32 last, u32 want, u32 end);
+bool exfat_windows_find(const struct exfat_windows *ws,
+			const struct exfat_window *self,
+			const struct exfat_bitmap *bm, u32 hint, u32 max,
+			u32 *start, u32 *len);
 
 /* map.c */
 int exfat_check_chain_run(struct inode *inode, u32 clu, u32 len);

@@ -333,6 +333,33 @@ u32 exfat_bitmap_find_free(const struct exfat_bitmap *bm, u32 from, u32 limit,
 	return 0;
 }
 
+/**
+ * exfat_bitmap_find_run() - find a run of free clusters, wrapping around
+ * @bm: the allocation bitmap
+ * @hint: cluster to start at (one outside the heap: its first cluster)
+ * @max: longest run wanted
+ * @start: set to the first cluster of the run found
+ * @len: set to its length
+ *
+ * The run starts at the first free cluster at or after @hint, or failing
+ * that, at the first free one before it.
+ *
+ * Return: true when a run was found.
+ */
+bool exfat_bitmap_find_run(const struct exfat_bitmap *bm, u32 hint, u32 max,
+			   u32 *start, u32 *len)
+{
+	u32 bit = hint - EXFAT_FIRST_CLUSTER, first = 0;
+
+	if (hint < EXFAT_FIRST_CLUSTER || bit >= bm->nbits)
+		bit = 0;
+	*len = exfat_bitmap_find_free(bm, bit, bm->nbits, max, &first);
+	if (!*len)
+		*len = exfat_bitmap_find_free(bm, 0, bit, max, &first);
+	*start = first + EXFAT_FIRST_CLUSTER;
+	return *len;
+}
+
 /* §7.2.2: the same rotate-and-add as the boot checksum, with no gaps */
 u32 exfat_upcase_checksum(const void *buf, size_t len)
 {

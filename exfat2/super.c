@@ -46,8 +46,7 @@ static struct inode *exfat_alloc_inode(struct super_block *sb)
 	ei->valid_size = 0;
 	ei->alloc_clus = 0;
 	ei->alloc_seq = 0;
-	ei->win_len = 0;
-	INIT_LIST_HEAD(&ei->win_node);
+	exfat_window_init(&ei->win);
 	ei->deleted = false;
 	ei->disk_valid = 0;
 	ei->data_gen = 0;
@@ -828,7 +827,7 @@ static int exfat_init_fs_context(struct fs_context *fc)
 	for (i = 0; i < EXFAT_SET_LOCKS; i++)
 		init_rwsem(&sbi->set_locks[i]);
 	INIT_LIST_HEAD(&sbi->pending_frees);
-	INIT_LIST_HEAD(&sbi->windows);
+	exfat_windows_init(&sbi->windows);
 	ratelimit_state_init(&sbi->msg_ratelimit, DEFAULT_RATELIMIT_INTERVAL,
 			     DEFAULT_RATELIMIT_BURST);
 

@@ -21,7 +21,8 @@ import sys
 
 # Floors, lowest first (see "Layers" in exfat.h).
 FLOORS = [
-    ("format", ["format.c", "upcase_table.c", "dindex.c", "extent.c"]),
+    ("format", ["format.c", "upcase_table.c", "dindex.c", "extent.c",
+                "window.c"]),
     ("messages", ["msg.c"]),
     ("sectors", ["meta.c"]),
     ("FAT, bitmap, names", ["fatent.c", "balloc.c", "upcase.c"]),

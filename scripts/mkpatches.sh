@@ -359,7 +359,7 @@ commit "add metadata I/O, name handling and the super block" \
 The file system type is registered as \"exfat\", so that existing user
 space and fstab entries work unchanged."
 
-add_src fatent.c balloc.c chain.c extent.c map.c
+add_src fatent.c balloc.c chain.c extent.c window.c map.c
 commit "add FAT access, cluster allocation and extent mapping" \
 "Add the layers between a file and its clusters:
 
@@ -371,11 +371,12 @@ commit "add FAT access, cluster allocation and extent mapping" \
   support; clusters freed by a transaction stay marked in use until the
   entries that referenced them are on disk;
 - chain.c: growing and cutting a file's chain (contiguous-first, a file
-  kept NoFatChain while it stays contiguous), allocation windows that
-  keep files written side by side apart, and the pool of zeroed
-  directory clusters;
+  kept NoFatChain while it stays contiguous), the allocation policy and
+  the pool of zeroed directory clusters;
 - extent.c: the extent map, a chain as a sorted array of runs (pure
   data, no I/O);
+- window.c: allocation windows that keep files written side by side
+  apart (pure data, no I/O);
 - map.c: the file cluster to disk cluster mapping.  A NoFatChain file is a
   single extent; a FAT-chained file is walked once and cached as a sorted
   array of extents, so lookups are a binary search under the inode's
@@ -471,10 +472,14 @@ device:
   removal with and without the hash) and its search for free entries
   under the rules for placing entry sets;
 - extent_test.c: the extent map (merging runs, growth, lookups,
-  truncation).
+  truncation);
+- window_test.c: the allocation windows on a fake bitmap (clipping,
+  placement, the limit on their number, searches that step over them
+  and fall back into them, and two writers side by side getting a run
+  each).
 
-The test files are included at the end of format.c, upcase.c, dindex.c
-and extent.c, as ext4 does for mballoc-test.c, so that they can reach static
+The test files are included at the end of format.c, upcase.c, dindex.c,
+extent.c and window.c, as ext4 does for mballoc-test.c, so that they can reach static
 helpers; they are built when EXFAT2_KUNIT_TEST is enabled and run when
 the module loads."
 
