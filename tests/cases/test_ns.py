@@ -8,7 +8,7 @@ import random
 import struct
 
 from lib import (Image, assert_eq, assert_true, dmesg_this_test,
-                 expect_errno, mount, sh, test)
+                 expect_errno, mount, note, sh, test)
 from tree import NAMES, diff_manifests, manifest, pattern, write_file
 
 
@@ -187,6 +187,92 @@ def dir_index_hit_checked_against_disk():
                 assert_eq(len(os.listdir(d)), 61, "entries")
             finally:
                 os.close(fd)
+
+
+@test(timeout=600, writes=True)
+def dir_index_shrinker_races_namespace():
+    """The directory-index shrinker running all the time (drop_caches in a
+    loop) while four processes create, unlink and rename in their own
+    directories and a fifth lists them (so the shrinker meets directories
+    locked both ways and skips them): every directory matches its model,
+    as exfat2 lists it now, after a remount and as the in-tree driver
+    lists it."""
+    import threading
+    nwork, nops = 4, 1200
+    with Image(size_mb=64, cluster=4096) as img:
+        models = [{} for _ in range(nwork)]
+        errors = []
+        with mount(img.dev) as mnt:
+            dirs = [f"{mnt}/d{j}" for j in range(nwork)]
+            for d in dirs:
+                os.mkdir(d)
+            done = threading.Event()
+
+            def work(j):
+                rnd, d, model = random.Random(70 + j), dirs[j], models[j]
+                try:
+                    for k in range(nops):
+                        i = rnd.randrange(400)
+                        nm = f"f{i:03d}-" + "x" * (i % 60)
+                        op = rnd.random()
+                        if op < 0.5 and nm not in model:
+                            write_file(f"{d}/{nm}", i, seed=i)
+                            model[nm] = i
+                        elif op < 0.75 and model:
+                            victim = rnd.choice(sorted(model))
+                            os.unlink(f"{d}/{victim}")
+                            del model[victim]
+                        elif model and nm not in model:
+                            old = rnd.choice(sorted(model))
+                            os.rename(f"{d}/{old}", f"{d}/{nm}")
+                            model[nm] = model.pop(old)
+                        elif nm in model:
+                            assert_eq(os.stat(f"{d}/{nm.upper()}").st_size,
+                                      model[nm], f"size of {d}/{nm}")
+                except Exception as e:          # reported by the main thread
+                    errors.append(f"worker {j}: {e!r}")
+
+            def pressure():
+                n = 0
+                while not done.is_set():
+                    _drop_dentries()
+                    n += 1
+                    if n % 4 == 0:
+                        for d in dirs:
+                            os.listdir(d)
+                counts.append(n)
+
+            counts = []
+            ths = [threading.Thread(target=work, args=(j,))
+                   for j in range(nwork)]
+            bg = threading.Thread(target=pressure)
+            bg.start()
+            for t in ths:
+                t.start()
+            for t in ths:
+                t.join()
+            done.set()
+            bg.join()
+            assert_eq(errors, [], "errors in the workers")
+            assert_true(counts and counts[0] >= 10,
+                        f"the shrinker ran only {counts} times")
+            note(f"{counts[0]} drop_caches rounds during "
+                 f"{nwork * nops} operations")
+            for d, model in zip(dirs, models):
+                assert_eq(sorted(os.listdir(d)), sorted(model),
+                          f"exfat2's listing of {d} vs the model")
+        with mount(img.dev) as mnt:
+            for j, model in enumerate(models):
+                d = f"{mnt}/d{j}"
+                assert_eq(sorted(os.listdir(d)), sorted(model),
+                          f"{d} after a remount vs the model")
+                for nm, size in model.items():
+                    assert_eq(os.stat(f"{d}/{nm}").st_size, size,
+                              f"size of {d}/{nm}")
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            for j, model in enumerate(models):
+                assert_eq(sorted(os.listdir(f"{mnt}/d{j}")), sorted(model),
+                          f"in-tree listing of d{j} vs the model")
 
 
 @test(timeout=900, writes=True)
