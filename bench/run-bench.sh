@@ -18,8 +18,10 @@
 #   --doc        write BENCHMARKS.md from this run (the default for a full
 #                run with no --only)
 #
-# Environment: KERNEL=bzImage boots another kernel; BENCH_MEM (MiB, default
-# 2048), BENCH_DISK_MB (main disk, default 4096, quick 1024).
+# Environment: KERNEL=bzImage boots another kernel; EXFAT2_KO=path measures
+# that module instead of exfat2/exfat2.ko (an older build, for a before and
+# after); BENCH_MEM (MiB, default 2048), BENCH_DISK_MB (main disk, default
+# 4096, quick 1024).
 #
 # exfat2/exfat2.ko must be built (make bench builds it).  It is copied into
 # the results directory first, so a rebuild during the run changes nothing.
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$doc" ] || { [ $quick = 0 ] && [ -z "$only" ] && doc=1 || doc=0; }
 
-ko=$repo/exfat2/exfat2.ko
+ko=${EXFAT2_KO:-$repo/exfat2/exfat2.ko}
 [ -f "$ko" ] || { echo "run-bench.sh: $ko is not built (make)" >&2; exit 2; }
 for t in fio gnuplot mkfs.exfat fsck.exfat mkfs.ext4 filefrag; do
 	command -v "$t" >/dev/null || { echo "run-bench.sh: $t missing (scripts/setup.sh)" >&2; exit 2; }
