@@ -461,8 +461,8 @@ the analysis section comes from `bench/analysis.md`.
 ## How to rerun
 
 ```sh
-make bench            # full run; rewrites this file (43 min on the shared
-                      # 2-CPU host at load ~10; much less on a quiet one)
+make bench            # full run; rewrites this file (20 min alone on the
+                      # 2-CPU host at load ~1, 43 min at load ~10)
 make bench QUICK=1    # smoke run: small sizes, one repetition (~10 min here)
 bench/run-bench.sh --only seq,tree --reps 5   # a subset (see --help)
 ```
@@ -481,7 +481,7 @@ unpacked source tree is checked against md5 sums. Results, plots and every
 repetition's value land in `bench/results/<date>/`. Metadata at 50k files
 (and at 10k in the smoke run) uses a directory written straight onto the
 volume by `bench/guest/bench.py` (checked by `fsck.exfat`) and samples of
-its files: creating 50k files through either exFAT driver is O(N^2) (no
+its files: creating 50k files through the in-tree driver is O(N^2) (no
 directory index) and would take hours under TCG.
 
 Why a RAM-backed virtio disk and not `brd` in the guest: measured in the
