@@ -186,7 +186,7 @@ struct exfat_sb_info {
 	u32		bitmap_clus;	/* its length in clusters */
 	u32		free_clusters;
 	u32		alloc_hint;	/* where the next search starts */
-	struct exfat_windows windows;	/* allocation windows (chain.c) */
+	struct exfat_windows windows;	/* allocation windows; under alloc_lock */
 	struct list_head pending_frees;	/* freed, bits still set; see balloc.c */
 	u32		pending_clusters;
 	u64		alloc_seq;	/* bumped by every allocation */
