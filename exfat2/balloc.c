@@ -134,7 +134,6 @@ static const void *exfat_bitmap_chunk(const struct exfat_bitmap *bm,
 	return exfat_sector_data(sbi->bitmap_bh[i]);
 }
 
-/* The volume's bitmap, for exfat_bitmap_find_free(). */
 /*
  * The bitmap as the pure searches of format.c and window.c see it; valid
  * while alloc_lock is held.
