@@ -455,6 +455,7 @@ u16 exfat_set_checksum(const union exfat_dentry *set, unsigned int nr);
 const char *exfat_verify_file_set(const union exfat_dentry *set,
 				  unsigned int nr);
 u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len);
+u16 exfat_name_hash_cpu(const u16 *upcase, const u16 *name, unsigned int len);
 
 /*
  * An allocation bitmap (§7.1.5: bit n for cluster n + 2, least significant

@@ -267,17 +267,32 @@ const char *exfat_verify_file_set(const union exfat_dentry *set,
 }
 
 /* §7.6.4: over the up-cased name, low byte of each character first. */
+static u16 exfat_hash_unit(const u16 *upcase, u16 hash, u16 unit)
+{
+	u16 c = upcase[unit];
+
+	hash = ror16(hash, 1) + (c & 0xff);
+	return ror16(hash, 1) + (c >> 8);
+}
+
 u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len)
 {
 	u16 hash = 0;
 	unsigned int i;
 
-	for (i = 0; i < len; i++) {
-		u16 c = upcase[le16_to_cpu(name[i])];
+	for (i = 0; i < len; i++)
+		hash = exfat_hash_unit(upcase, hash, le16_to_cpu(name[i]));
+	return hash;
+}
 
-		hash = ror16(hash, 1) + (c & 0xff);
-		hash = ror16(hash, 1) + (c >> 8);
-	}
+/* The same for a name in CPU order (from the VFS, converted). */
+u16 exfat_name_hash_cpu(const u16 *upcase, const u16 *name, unsigned int len)
+{
+	u16 hash = 0;
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		hash = exfat_hash_unit(upcase, hash, name[i]);
 	return hash;
 }
 

@@ -807,6 +807,10 @@ static void exfat_name_hash_test(struct kunit *test)
 		cpu_to_le16(0x0444), cpu_to_le16(0x0430),
 		cpu_to_le16(0x0439), cpu_to_le16(0x043b)
 	};
+	static const u16 hello_cpu[] = {
+		'h', 'e', 'l', 'l', 'o', '.', 't', 'x', 't'
+	};
+	static const u16 ru_cpu[] = { 0x0444, 0x0430, 0x0439, 0x043b };
 	u16 *table = exfat_test_default_table(test);
 
 	/* Vectors computed outside the kernel from Figure 4. */
@@ -827,6 +831,10 @@ static void exfat_name_hash_test(struct kunit *test)
 			exfat_name_hash(table, ete, 3));
 	KUNIT_EXPECT_NE(test, exfat_name_hash(table, abc, 2),
 			exfat_name_hash(table, abc, 3));
+
+	/* The CPU-order variant (names from the VFS) gives the same. */
+	KUNIT_EXPECT_EQ(test, exfat_name_hash_cpu(table, hello_cpu, 9), 0x3046);
+	KUNIT_EXPECT_EQ(test, exfat_name_hash_cpu(table, ru_cpu, 4), 0xb816);
 }
 
 /* Timestamps (§7.4.8 - §7.4.10) */
