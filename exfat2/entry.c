@@ -574,41 +574,13 @@ int exfat_walk_release(struct exfat_walk *w)
 	return exfat_dir_iter_release(&w->it);
 }
 
-/**
- * exfat_get_entry_set - read and verify the file entry set at @eidx
- * @it: iterator over the directory holding the set
- * @eidx: index of the File entry
- * @esp: on success, a verified copy of the set; free with kfree()
- *
- * Returns 0, -EFSCORRUPTED (reported) when the set fails verification,
- * -ENOENT when @eidx does not hold an in-use File entry, or an I/O error.
- * With @it->quiet (a position from a file handle), a set that does not
- * verify, or a directory that cannot hold one there, is -ESTALE and not
- * reported.
- */
-int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
-			struct exfat_entry_set **esp)
+/* Copy the nr entries from eidx, under the set lock; free with kfree(). */
+static int exfat_copy_entry_set(struct exfat_dir_iter *it, u32 eidx,
+				unsigned int nr, struct exfat_entry_set **esp)
 {
 	const union exfat_dentry *de;
 	struct exfat_entry_set *es;
-	const char *why;
-	unsigned int nr, i;
-	u32 limit = it->dir ? exfat_dir_entries(it->dir) :
-			      EXFAT_MAX_DIR_SIZE >> EXFAT_DENTRY_SHIFT;
-
-	de = exfat_dir_iter_get(it, eidx);
-	if (IS_ERR(de))
-		return PTR_ERR(de);
-	if (de->generic.type != EXFAT_TYPE_FILE)
-		return -ENOENT;
-	nr = de->file.secondary_count + 1;
-	if (nr < 1 + EXFAT_FILE_MIN_SECONDARY || eidx + nr > limit) {
-		if (it->quiet)
-			return -ESTALE;
-		exfat_fs_error(it->sb, "directory %lu, entry %u: SecondaryCount %u out of range",
-			       exfat_iter_dir_id(it), eidx, nr - 1);
-		return -EFSCORRUPTED;
-	}
+	unsigned int i;
 
 	es = kmalloc(struct_size(es, de, nr), GFP_NOFS);
 	if (!es)
@@ -626,20 +598,66 @@ int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
 		es->de[i] = *de;
 	}
 	up_read(exfat_set_lock(it));
-
-	why = exfat_verify_file_set(es->de, nr);
-	if (why && it->quiet) {
-		kfree(es);
-		return -ESTALE;
-	}
-	if (why) {
-		exfat_fs_error(it->sb, "directory %lu, entry %u: bad entry set (%s)",
-			       exfat_iter_dir_id(it), eidx, why);
-		kfree(es);
-		return -EFSCORRUPTED;
-	}
 	*esp = es;
 	return 0;
+}
+
+/* Verify a copied set; a bad one is freed (see exfat_get_entry_set()). */
+static int exfat_check_entry_set(struct exfat_dir_iter *it,
+				 struct exfat_entry_set *es)
+{
+	const char *why = exfat_verify_file_set(es->de, es->nr);
+
+	if (!why)
+		return 0;
+	if (!it->quiet)
+		exfat_fs_error(it->sb, "directory %lu, entry %u: bad entry set (%s)",
+			       exfat_iter_dir_id(it), es->eidx, why);
+	kfree(es);
+	return it->quiet ? -ESTALE : -EFSCORRUPTED;
+}
+
+/**
+ * exfat_get_entry_set - read and verify the file entry set at @eidx
+ * @it: iterator over the directory holding the set
+ * @eidx: index of the File entry
+ * @esp: on success, a verified copy of the set; free with kfree()
+ *
+ * Returns 0, -EFSCORRUPTED (reported) when the set fails verification,
+ * -ENOENT when @eidx does not hold an in-use File entry, or an I/O error.
+ * With @it->quiet (a position from a file handle), a set that does not
+ * verify, or a directory that cannot hold one there, is -ESTALE and not
+ * reported.
+ */
+int exfat_get_entry_set(struct exfat_dir_iter *it, u32 eidx,
+			struct exfat_entry_set **esp)
+{
+	const union exfat_dentry *de;
+	struct exfat_entry_set *es;
+	unsigned int nr;
+	u32 limit = it->dir ? exfat_dir_entries(it->dir) :
+			      EXFAT_MAX_DIR_SIZE >> EXFAT_DENTRY_SHIFT;
+	int err;
+
+	de = exfat_dir_iter_get(it, eidx);
+	if (IS_ERR(de))
+		return PTR_ERR(de);
+	if (de->generic.type != EXFAT_TYPE_FILE)
+		return -ENOENT;
+	nr = de->file.secondary_count + 1;
+	if (nr < 1 + EXFAT_FILE_MIN_SECONDARY || eidx + nr > limit) {
+		if (it->quiet)
+			return -ESTALE;
+		exfat_fs_error(it->sb, "directory %lu, entry %u: SecondaryCount %u out of range",
+			       exfat_iter_dir_id(it), eidx, nr - 1);
+		return -EFSCORRUPTED;
+	}
+
+	err = exfat_copy_entry_set(it, eidx, nr, &es) ?:
+	      exfat_check_entry_set(it, es);
+	if (!err)
+		*esp = es;
+	return err;
 }
 
 /*
@@ -773,6 +791,60 @@ static void exfat_dindex_stale(struct inode *dir, struct exfat_dindex *idx,
 			       dir->i_ino, eidx);
 }
 
+/*
+ * Is the set the index names at eidx the one called uni (len units, hash
+ * its NameHash)?  It is copied once; a position that holds no whole File
+ * set with that NameHash is -ESTALE, a set with another name 0, and the
+ * set is verified only when its name matches (returned in *esp, 1).
+ */
+static int exfat_indexed_set_named(struct exfat_dir_iter *it, u32 eidx,
+				   const u16 *uni, unsigned int len, u16 hash,
+				   __le16 *cand, struct exfat_entry_set **esp)
+{
+	const struct exfat_dentry_stream *st;
+	const union exfat_dentry *de;
+	struct exfat_entry_set *es;
+	unsigned int nr, i;
+	int err;
+
+	if (eidx >= exfat_dir_entries(it->dir))
+		return -ESTALE;
+	de = exfat_dir_iter_get(it, eidx);
+	if (IS_ERR(de))
+		return PTR_ERR(de);
+	nr = de->file.secondary_count + 1;
+	if (de->generic.type != EXFAT_TYPE_FILE ||
+	    nr < 1 + EXFAT_FILE_MIN_SECONDARY ||
+	    eidx + nr > exfat_dir_entries(it->dir))
+		return -ESTALE;
+	err = exfat_copy_entry_set(it, eidx, nr, &es);
+	if (err)
+		return err;
+	for (i = 1; i < nr; i++) {
+		u8 type = es->de[i].generic.type;
+
+		if (!exfat_type_in_use(type) || !exfat_type_secondary(type))
+			break;
+	}
+	st = exfat_es_stream(es);
+	if (i < nr || st->type != EXFAT_TYPE_STREAM ||
+	    le16_to_cpu(st->name_hash) != hash) {
+		kfree(es);
+		return -ESTALE;
+	}
+	if (st->name_len != len || (nr - 2) * EXFAT_NAME_PER_ENTRY < len ||
+	    exfat_name_cmp(EXFAT_SB(it->sb), uni, len, cand,
+			   exfat_es_get_name(es, cand))) {
+		kfree(es);
+		return 0;
+	}
+	err = exfat_check_entry_set(it, es);
+	if (err)
+		return err;
+	*esp = es;
+	return 1;
+}
+
 /**
  * exfat_index_find - look a name up through the directory's index
  * @dir: the directory (its i_rwsem held, shared at least)
@@ -792,42 +864,24 @@ int exfat_index_find(struct inode *dir, const u16 *uni, unsigned int len,
 		     u16 hash, __le16 *cand, struct exfat_entry_set **esp)
 {
 	struct exfat_dindex *idx = exfat_dir_index(dir);
-	const union exfat_dentry *de;
-	struct exfat_walk_item item;
-	struct exfat_walk w;
+	struct exfat_dir_iter it;
 	u32 cursor = 0, eidx = 0;
-	int ret = 0;
+	int ret = 0, err;
 
 	if (!idx)
 		return -ESTALE;
-	while (!ret && (eidx = exfat_dindex_next(idx, hash, &cursor)) != U32_MAX) {
-		exfat_walk_init(&w, dir, eidx);
-		exfat_walk_limit(&w, eidx + 1);
-		ret = exfat_walk_next(&w, &item);
-		if (ret > 0 && (item.eidx != eidx || !item.whole ||
-				item.type != EXFAT_TYPE_FILE))
-			ret = 0;
-		if (ret > 0) {
-			de = exfat_walk_entry(&w, eidx + 1);
-			if (IS_ERR(de))
-				ret = PTR_ERR(de);
-			else if (de->generic.type != EXFAT_TYPE_STREAM ||
-				 le16_to_cpu(de->stream.name_hash) != hash)
-				ret = 0;
-		}
-		if (!ret) {
-			ret = -ESTALE;
-		} else if (ret > 0) {
-			ret = exfat_walk_item_named(&w, &item, uni, len, hash,
-						    cand);
-			if (ret > 0)
-				ret = exfat_get_entry_set(&w.it, eidx, esp) ?: 1;
-		}
-		exfat_walk_release(&w);
-	}
+	exfat_dir_iter_init(&it, dir);
+	while (!ret && (eidx = exfat_dindex_next(idx, hash, &cursor)) != U32_MAX)
+		ret = exfat_indexed_set_named(&it, eidx, uni, len, hash, cand,
+					      esp);
+	err = exfat_dir_iter_release(&it);
 	if (ret == -ESTALE)
 		exfat_dindex_stale(dir, idx, eidx);
-	return ret;
+	if (err && ret > 0) {
+		kfree(*esp);
+		*esp = NULL;
+	}
+	return err && ret >= 0 ? err : ret;
 }
 
 /*

@@ -131,23 +131,22 @@ int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
 {
 	const struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	unsigned int len = exfat_dname_len(sbi, qname->name, qname->len);
-	__le16 *le;
-	int n, i;
+	int n;
 
 	if (!len)
 		return -ENOENT;
 	n = exfat_nls_to_utf16(sb, qname->name, len, uni, EXFAT_MAX_NAME_LEN);
 	if (n <= 0)
 		return n ?: -ENOENT;
-	le = kmalloc_array(n, sizeof(*le), GFP_NOFS);
-	if (!le)
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		le[i] = cpu_to_le16(uni[i]);
-	*hash = exfat_name_hash(sbi->upcase, le, n);
-	kfree(le);
+	*hash = exfat_name_hash_cpu(sbi->upcase, uni, n);
 	return n;
 }
+
+/* A name looked up and room for a candidate's (exfat_find()). */
+struct exfat_lookup_buf {
+	u16 uni[EXFAT_MAX_NAME_LEN];
+	__le16 cand[EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY];
+};
 
 /*
  * Find the entry set named uni (len units, hash its NameHash) in dir:
@@ -155,24 +154,21 @@ int exfat_dname_to_uni(struct super_block *sb, const struct qstr *qname,
  * the directory's find_hint to its end, then from its start to the hint.
  * Returns its verified copy, NULL when absent, or an ERR_PTR.
  */
-static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
+static struct exfat_entry_set *exfat_find(struct inode *dir,
+					  struct exfat_lookup_buf *buf,
 					  unsigned int len, u16 hash)
 {
+	const u16 *uni = buf->uni;
+	__le16 *cand = buf->cand;
 	struct exfat_inode_info *ei = EXFAT_I(dir);
 	u32 start = min(READ_ONCE(ei->find_hint), exfat_dir_entries(dir));
 	struct exfat_entry_set *es = NULL;
 	struct exfat_walk_item item;
 	struct exfat_walk w;
 	int pass, ret = 0;
-	__le16 *cand;
 
 	if (!ei->start_clu)
 		return NULL;
-	cand = kmalloc_array(EXFAT_MAX_NAME_LEN + EXFAT_NAME_PER_ENTRY,
-			     sizeof(*cand), GFP_NOFS);
-	if (!cand)
-		return ERR_PTR(-ENOMEM);
-
 	ret = exfat_index_find(dir, uni, len, hash, cand, &es);
 	if (ret != -ESTALE)
 		goto out;
@@ -193,7 +189,6 @@ static struct exfat_entry_set *exfat_find(struct inode *dir, const u16 *uni,
 		exfat_walk_release(&w);
 	}
 out:
-	kfree(cand);
 	if (ret < 0)
 		return ERR_PTR(ret);
 	if (es)
@@ -232,30 +227,31 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 	struct super_block *sb = dir->i_sb;
 	struct exfat_entry_set *es;
 	struct inode *inode = NULL;
+	struct exfat_lookup_buf *buf;
 	bool stale = false;
-	u16 *uni, hash;
+	u16 hash;
 	int len;
 
 	if (unlikely(exfat_forced_shutdown(sb)))
 		return ERR_PTR(-EIO);
-	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
-	if (!uni)
+	buf = kmalloc(sizeof(*buf), GFP_NOFS);
+	if (!buf)
 		return ERR_PTR(-ENOMEM);
-	len = exfat_dname_to_uni(sb, &dentry->d_name, uni, &hash);
+	len = exfat_dname_to_uni(sb, &dentry->d_name, buf->uni, &hash);
 	if (len == -ENAMETOOLONG) {
-		kfree(uni);
+		kfree(buf);
 		return ERR_PTR(len);
 	}
 	if (len <= 0)		/* no such name can be stored */
 		goto out;
 
-	es = exfat_find(dir, uni, len, hash);
+	es = exfat_find(dir, buf, len, hash);
 	if (IS_ERR(es)) {
-		kfree(uni);
+		kfree(buf);
 		return ERR_CAST(es);
 	}
 	if (es && flags & LOOKUP_RENAME_TARGET &&
-	    exfat_es_name_differs(es, uni, len)) {
+	    exfat_es_name_differs(es, buf->uni, len)) {
 		stale = true;
 		/*
 		 * "abc" renamed to "ABC": a negative target lets the VFS call
@@ -278,7 +274,7 @@ static struct dentry *exfat_lookup(struct inode *dir, struct dentry *dentry,
 		}
 	}
 out:
-	kfree(uni);
+	kfree(buf);
 	/* a stale negative dentry is looked up again at its next use */
 	if (!inode)
 		dentry->d_fsdata = stale ? (void *)ULONG_MAX :
@@ -761,17 +757,18 @@ static struct inode *exfat_case_variant(struct inode *dir,
 					struct dentry *dentry,
 					struct inode *inode)
 {
+	struct exfat_lookup_buf *buf;
 	struct exfat_entry_set *es;
 	struct inode *other;
-	u16 *uni, hash;
+	u16 hash;
 	int len;
 
-	uni = kmalloc_array(EXFAT_MAX_NAME_LEN, sizeof(*uni), GFP_NOFS);
-	if (!uni)
+	buf = kmalloc(sizeof(*buf), GFP_NOFS);
+	if (!buf)
 		return ERR_PTR(-ENOMEM);
-	len = exfat_dname_to_uni(dir->i_sb, &dentry->d_name, uni, &hash);
-	es = len > 0 ? exfat_find(dir, uni, len, hash) : NULL;
-	kfree(uni);
+	len = exfat_dname_to_uni(dir->i_sb, &dentry->d_name, buf->uni, &hash);
+	es = len > 0 ? exfat_find(dir, buf, len, hash) : NULL;
+	kfree(buf);
 	if (IS_ERR_OR_NULL(es))
 		return ERR_CAST(es);
 	if (EXFAT_I(inode)->dir_clu == EXFAT_I(dir)->start_clu &&
