@@ -4,7 +4,8 @@
 # In the VM (tests/fstests/run.sh starts it): load one exFAT driver, set
 # up TEST and SCRATCH, run each fstests test alone under a
 # time limit, and write /run/out/summary.  Environment: FSTESTS (the built
-# tree, read-only here), DRIVER (ours|intree), KO (exfat2.ko), LIMIT.
+# tree, read-only here, seen through an overlay), DRIVER (ours|intree),
+# KO (exfat2.ko), LIMIT.
 set -uo pipefail
 
 OUT=/run/out
@@ -38,6 +39,14 @@ export SCRATCH_MNT=$work/scratch
 export RESULT_BASE=$work/results
 EOF
 
+# the tree is read-only here; a few tests link their expected output
+# into it (_link_out_file): give it a writable layer in memory
+mkdir -p /tmp/ovl/upper /tmp/ovl/work /tmp/ovl/tree
+modprobe overlay 2>>"$OUT/check.log"
+if mount -t overlay overlay -o "lowerdir=$FSTESTS,upperdir=/tmp/ovl/upper,workdir=/tmp/ovl/work" \
+	/tmp/ovl/tree 2>>"$OUT/check.log"; then
+	FSTESTS=/tmp/ovl/tree
+fi
 cd "$FSTESTS" || exit 1
 uname -r >"$OUT/kernel"
 while read -r t; do
