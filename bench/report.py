@@ -26,7 +26,7 @@ TITLES = {"ours": "exfat2", "intree": "in-tree exfat", "ext4": "ext4",
           "raw": "raw device"}
 GROUP_TITLES = {
     "seq": "Sequential I/O, one large file",
-    "rand": "Random 4 KiB O_DIRECT I/O (libaio) in a written file",
+    "rand": "Random 4 KiB O_DIRECT I/O (libaio unless the row says io_uring) in a written file",
     "fsync": "Appending 4 KiB writes, fsync after each",
     "conc": "Concurrent buffered writers",
     "frag": "A file fragmented by interleaved writes",
@@ -331,7 +331,7 @@ plot "plots/relative.dat" using (1):1:(($2<1)?$2:1):(($2<1)?1:$2):($1-0.4):($1+0
 set title {q(op + " - us per file, lower is better (large N: sampled)")}
 plot for [i=2:{len(cs) + 1}] "plots/meta_{k}.dat" using 1:i with linespoints lw 2 title columnheader(i)
 """)
-        gnuplot(f"""
+        gnuplot("""
 set terminal pngcairo size 1100,800 noenhanced font ",10"
 set output "plots/meta_scaling.png"
 set multiplot layout 2,2

@@ -32,7 +32,7 @@ import struct
 import sys
 
 from corrupt import (ATTR_ARCHIVE, ATTR_DIR, DENTRY, SF_ALLOC, SF_NOFAT,
-                     T_EOD, T_FILE, T_GUID, T_NAME, T_STREAM, T_VENDOR_ALLOC,
+                     T_FILE, T_GUID, T_NAME, T_STREAM, T_VENDOR_ALLOC,
                      T_VENDOR_EXT, TS, Writer, chain, mkfs_image,
                      name_hash, set_checksum, to_4k_sectors, utf16_units)
 
