@@ -266,6 +266,61 @@ def bad_set_checksum():
                     "the kernel log names the failed check")
 
 
+def _ascii_name_hash(name):
+    """§7.6.4 NameHash of an ASCII name (its up-case is str.upper())."""
+    h = 0
+    for b in name.upper().encode("utf-16-le"):
+        h = (((h << 15) | (h >> 1)) + b) & 0xFFFF
+    return h
+
+
+def _colliding_names(n):
+    """n names of at most 15 units with one NameHash."""
+    seen = {}
+    for i in range(1 << 20):
+        name = f"c{i:x}-{i * 7919 % 9973:04d}"
+        same = seen.setdefault(_ascii_name_hash(name), [])
+        same.append(name)
+        if len(same) == n:
+            return same
+    raise TestFailure("no NameHash collision found")
+
+
+@test(timeout=300, writes=False)
+def bad_set_checksum_hash_collision():
+    """Sets with a bad SetChecksum whose NameHash equals that of the name
+    looked up, written before it: the directory index names them first,
+    and a lookup must pass over them (another name) without reporting
+    them, nor may a negative lookup of a fourth such name; only looking
+    one of them up gives EUCLEAN and the report."""
+    *names, absent = _colliding_names(4)
+    bad = names[:1] + names[2:]
+    with Image(size_mb=32) as img:
+        with mount(img.dev, driver="intree") as mnt:
+            os.mkdir(f"{mnt}/d")
+            for i, n in enumerate(names):
+                write_file(f"{mnt}/d/{n}", 100 + i, seed=i)
+        with open(img.dev, "r+b") as f:
+            for n in bad:
+                off = find_name_entry(img.dev, n)
+                f.seek(off + 2)
+                csum = f.read(2)
+                f.seek(off + 2)
+                f.write(bytes([csum[0] ^ 0x5a, csum[1]]))
+        with mount(img.dev, opts="ro") as mnt:
+            with open(f"{mnt}/d/{names[1]}", "rb") as f:
+                assert_eq(f.read(), pattern(101, 1), "the good set's file")
+            os.stat(f"{mnt}/d/{names[1].upper()}")
+            expect_errno(errno.ENOENT, os.stat, f"{mnt}/d/{absent}")
+            assert_true("SetChecksum" not in dmesg_this_test(),
+                        "a set of another name with the same NameHash "
+                        "was reported while looking a name up")
+            expect_errno(errno.EUCLEAN, os.stat, f"{mnt}/d/{bad[0]}")
+            assert_true("SetChecksum" in dmesg_this_test(),
+                        "the set looked up is reported")
+            assert_eq(os.listdir(f"{mnt}/d"), [names[1]], "listing")
+
+
 @test(timeout=900, writes=False)
 def big_directory():
     """A directory with 20,000 entries, listed and looked up."""
