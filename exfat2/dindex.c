@@ -12,7 +12,9 @@
  *
  * - the File entry index of every whole entry set, found by the set's
  *   NameHash (§7.6.4: a hash of the up-cased name, so a case-insensitive
- *   lookup finds it), in a chained hash table;
+ *   lookup finds it) and a second hash of the up-cased name
+ *   (exfat_name_xhash(): NameHash alone leaves several sets to read per
+ *   lookup in a directory of similar names), in a chained hash table;
  * - two bits per entry, "in use" and "end of directory" (type 0x00),
  *   from which a run of free entries is found without reading the
  *   directory.
@@ -23,6 +25,7 @@
  */
 #include <linux/slab.h>
 #include <linux/bitmap.h>
+#include <linux/hash.h>
 #include <linux/overflow.h>
 #include "exfat.h"
 
@@ -34,6 +37,7 @@ struct exfat_dindex_node {
 	u32	eidx;		/* File entry; U32_MAX when on the free list */
 	u32	next;		/* next node in the bucket or free list, + 1 */
 	u16	hash;		/* the set's NameHash */
+	u16	xhash;		/* and exfat_name_xhash() of its name */
 };
 
 static bool exfat_dindex_bits_alloc(struct exfat_dindex *idx, u32 nr_slots)
@@ -140,9 +144,18 @@ void exfat_dindex_set_run_hint(struct exfat_dindex *idx, unsigned int nr,
 		idx->run_hint[nr] = from;
 }
 
+/*
+ * NameHash's low bits are shared by many similar names (file000000 to
+ * file000999 fall into 7 values of the low 9 bits): mix them first.
+ */
+static u32 exfat_dindex_bucket_of(const struct exfat_dindex *idx, u16 hash)
+{
+	return hash_32(hash, idx->hash_bits);
+}
+
 static u32 *exfat_dindex_bucket(struct exfat_dindex *idx, u16 hash)
 {
-	return &idx->heads[hash & ((1U << idx->hash_bits) - 1)];
+	return &idx->heads[exfat_dindex_bucket_of(idx, hash)];
 }
 
 /* Spread the sets over twice as many buckets (memory: keep the old). */
@@ -166,8 +179,11 @@ static void exfat_dindex_rehash(struct exfat_dindex *idx)
 	}
 }
 
-/* Record the entry set whose File entry is eidx and NameHash hash. */
-int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash)
+/*
+ * Record the entry set whose File entry is eidx, NameHash hash and second
+ * hash xhash.
+ */
+int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash, u16 xhash)
 {
 	struct exfat_dindex_node *node;
 	u32 n, *b;
@@ -196,6 +212,7 @@ int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash)
 	node = &idx->nodes[n];
 	node->eidx = eidx;
 	node->hash = hash;
+	node->xhash = xhash;
 	b = exfat_dindex_bucket(idx, hash);
 	node->next = *b;
 	*b = n + 1;
@@ -248,20 +265,24 @@ bool exfat_dindex_remove(struct exfat_dindex *idx, u32 eidx, int hash)
 }
 
 /*
- * The sets whose NameHash is hash, one per call: *cursor starts at 0;
- * returns a File entry index, or U32_MAX after the last.
+ * The sets whose NameHash is hash and second hash xhash, one per call:
+ * *cursor starts at 0; returns a File entry index, or U32_MAX after the
+ * last.
  */
-u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u32 *cursor)
+u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u16 xhash,
+		      u32 *cursor)
 {
+	const struct exfat_dindex_node *node;
 	u32 n = *cursor ? *cursor :
-		idx->heads[hash & ((1U << idx->hash_bits) - 1)];
+		idx->heads[exfat_dindex_bucket_of(idx, hash)];
 
 	if (n == U32_MAX)
 		return U32_MAX;
-	for (; n != EXFAT_DINDEX_NONE; n = idx->nodes[n - 1].next) {
-		if (idx->nodes[n - 1].hash == hash) {
-			*cursor = idx->nodes[n - 1].next ?: U32_MAX;
-			return idx->nodes[n - 1].eidx;
+	for (; n != EXFAT_DINDEX_NONE; n = node->next) {
+		node = &idx->nodes[n - 1];
+		if (node->hash == hash && node->xhash == xhash) {
+			*cursor = node->next ?: U32_MAX;
+			return node->eidx;
 		}
 	}
 	*cursor = U32_MAX;

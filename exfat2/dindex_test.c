@@ -12,13 +12,17 @@ static struct exfat_dindex *exfat_test_dindex(struct kunit *test, u32 slots)
 	return idx;
 }
 
+/* The second hash the tests give a set: any fixed function of the first. */
+#define XH(hash)	((u16)((hash) * 7 + 1))
+
 /* Is eidx among the sets the index gives for hash? */
 static bool exfat_test_dindex_has(const struct exfat_dindex *idx, u16 hash,
 				  u32 eidx)
 {
 	u32 cursor = 0, e;
 
-	while ((e = exfat_dindex_next(idx, hash, &cursor)) != U32_MAX)
+	while ((e = exfat_dindex_next(idx, hash, XH(hash), &cursor)) !=
+	       U32_MAX)
 		if (e == eidx)
 			return true;
 	return false;
@@ -30,7 +34,7 @@ static unsigned int exfat_test_dindex_count(const struct exfat_dindex *idx,
 	u32 cursor = 0;
 	unsigned int n = 0;
 
-	while (exfat_dindex_next(idx, hash, &cursor) != U32_MAX)
+	while (exfat_dindex_next(idx, hash, XH(hash), &cursor) != U32_MAX)
 		n++;
 	return n;
 }
@@ -40,16 +44,21 @@ static void exfat_dindex_hash_test(struct kunit *test)
 	struct exfat_dindex *idx = exfat_test_dindex(test, 64);
 
 	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1234), 0);
-	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 10, 0x1234), 0);
-	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 20, 0x1234), 0);
-	/* same bucket, another hash */
-	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 30, 0x1244), 0);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 10, 0x1234, XH(0x1234)), 0);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 20, 0x1234, XH(0x1234)), 0);
+	/* another hash */
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 30, 0x1244, XH(0x1244)), 0);
 	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1234), 2);
 	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1244), 1);
 	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x4321), 0);
 	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1234, 10));
 	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1234, 20));
 	KUNIT_EXPECT_FALSE(test, exfat_test_dindex_has(idx, 0x1234, 30));
+	/* the same NameHash with another second hash: not a candidate */
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 50, 0x1234, 0), 0);
+	KUNIT_EXPECT_EQ(test, exfat_test_dindex_count(idx, 0x1234), 2);
+	KUNIT_EXPECT_FALSE(test, exfat_test_dindex_has(idx, 0x1234, 50));
+	KUNIT_EXPECT_TRUE(test, exfat_dindex_remove(idx, 50, 0x1234));
 
 	KUNIT_EXPECT_TRUE(test, exfat_dindex_remove(idx, 10, 0x1234));
 	KUNIT_EXPECT_FALSE(test, exfat_dindex_remove(idx, 10, 0x1234));
@@ -59,8 +68,8 @@ static void exfat_dindex_hash_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, exfat_dindex_remove(idx, 30, -1));
 	KUNIT_EXPECT_EQ(test, idx->nr_sets, 1);
 	/* a freed node is used again */
-	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 40, 0x1244), 0);
-	KUNIT_EXPECT_EQ(test, idx->nr_nodes, 3);
+	KUNIT_EXPECT_EQ(test, exfat_dindex_add(idx, 40, 0x1244, XH(0x1244)), 0);
+	KUNIT_EXPECT_EQ(test, idx->nr_nodes, 4);
 	KUNIT_EXPECT_TRUE(test, exfat_test_dindex_has(idx, 0x1244, 40));
 	exfat_dindex_free(idx);
 }
@@ -72,8 +81,9 @@ static void exfat_dindex_rehash_test(struct kunit *test)
 	u32 i;
 
 	for (i = 0; i < 10000; i++)
-		KUNIT_ASSERT_EQ(test, exfat_dindex_add(idx, i * 3,
-						       (i * 40503) & 0xffff), 0);
+		KUNIT_ASSERT_EQ(test,
+				exfat_dindex_add(idx, i * 3, (i * 40503) & 0xffff,
+						 XH((i * 40503) & 0xffff)), 0);
 	KUNIT_EXPECT_GT(test, idx->hash_bits, 11U);
 	for (i = 0; i < 10000; i += 2) {
 		bool gone = exfat_dindex_remove(idx, i * 3,
@@ -87,6 +97,30 @@ static void exfat_dindex_rehash_test(struct kunit *test)
 						      i * 3),
 				(bool)(i & 1));
 	KUNIT_EXPECT_EQ(test, idx->nr_sets, 5000);
+	exfat_dindex_free(idx);
+}
+
+/*
+ * NameHashes that share their low bits, as those of names differing in
+ * their last characters do, still spread over the buckets.
+ */
+static void exfat_dindex_spread_test(struct kunit *test)
+{
+	struct exfat_dindex *idx = exfat_test_dindex(test, 1024);
+	unsigned int b, len, longest = 0;
+	u32 i, n;
+
+	for (i = 0; i < 128; i++)
+		KUNIT_ASSERT_EQ(test, exfat_dindex_add(idx, i * 3, i << 9,
+						       XH(i << 9)), 0);
+	KUNIT_EXPECT_GE(test, idx->hash_bits, 6U);
+	for (b = 0; b < 1U << idx->hash_bits; b++) {
+		for (len = 0, n = idx->heads[b]; n != EXFAT_DINDEX_NONE;
+		     n = idx->nodes[n - 1].next)
+			len++;
+		longest = max(longest, len);
+	}
+	KUNIT_EXPECT_LE(test, longest, 8U);
 	exfat_dindex_free(idx);
 }
 
@@ -161,6 +195,7 @@ static void exfat_dindex_run_test(struct kunit *test)
 static struct kunit_case exfat_dindex_test_cases[] = {
 	KUNIT_CASE(exfat_dindex_hash_test),
 	KUNIT_CASE(exfat_dindex_rehash_test),
+	KUNIT_CASE(exfat_dindex_spread_test),
 	KUNIT_CASE(exfat_dindex_run_test),
 	{}
 };

@@ -286,6 +286,49 @@ static int exfat_sector_apply(struct exfat_dir_iter *it, u32 sect_first,
 }
 
 /*
+ * exfat_name_xhash() of the name in the entries after a Stream entry whose
+ * NameLength is len, taken as exfat_es_get_name() takes it; get(arg, i)
+ * returns the i-th entry of the set.
+ */
+static int exfat_set_xhash(const struct exfat_sb_info *sbi, unsigned int len,
+			   unsigned int nr,
+			   const union exfat_dentry *(*get)(void *, u32),
+			   void *arg, u16 *xhash)
+{
+	const union exfat_dentry *de;
+	unsigned int i, n;
+	u32 h = 0;
+
+	for (i = 2; i < nr && len; i++, len -= n) {
+		de = get(arg, i);
+		if (IS_ERR(de))
+			return PTR_ERR(de);
+		n = min_t(unsigned int, len, EXFAT_NAME_PER_ENTRY);
+		h = exfat_name_xhash(sbi->upcase, h, de->name.name, n);
+	}
+	*xhash = exfat_name_xhash_end(h);
+	return 0;
+}
+
+static const union exfat_dentry *exfat_es_entry(void *es, u32 i)
+{
+	return &((struct exfat_entry_set *)es)->de[i];
+}
+
+/* A set in a directory, for exfat_set_xhash(): its File entry's index. */
+struct exfat_set_at {
+	struct exfat_dir_iter	*it;
+	u32			first;
+};
+
+static const union exfat_dentry *exfat_set_at_entry(void *arg, u32 i)
+{
+	struct exfat_set_at *at = arg;
+
+	return exfat_dir_iter_get(at->it, at->first + i);
+}
+
+/*
  * Take the sets whose File entry lies in the nr entries from first out of
  * the index: they are about to be overwritten or deleted.
  */
@@ -352,9 +395,15 @@ static int exfat_dir_apply(struct exfat_dir_iter *it,
 					 put && sect == last_put);
 	if (idx && !err && put && put->nr > 1 &&
 	    put->de[0].generic.type == EXFAT_TYPE_FILE &&
-	    put->de[1].generic.type == EXFAT_TYPE_STREAM)
-		err = exfat_dindex_add(idx, put->eidx,
-				       le16_to_cpu(put->de[1].stream.name_hash));
+	    put->de[1].generic.type == EXFAT_TYPE_STREAM) {
+		const struct exfat_dentry_stream *st = &put->de[1].stream;
+		u16 xhash;
+
+		err = exfat_set_xhash(EXFAT_SB(it->sb), st->name_len, put->nr,
+				      exfat_es_entry, (void *)put, &xhash) ?:
+		      exfat_dindex_add(idx, put->eidx,
+				       le16_to_cpu(st->name_hash), xhash);
+	}
 	if (idx && err)
 		WRITE_ONCE(idx->bad, true);
 	return err;
@@ -699,11 +748,17 @@ static struct exfat_dindex *exfat_build_dindex(struct inode *dir)
 		if (item.type != EXFAT_TYPE_FILE || !item.whole)
 			continue;
 		de = exfat_walk_entry(&w, item.eidx + 1);
-		if (IS_ERR(de))
+		if (IS_ERR(de)) {
 			ret = PTR_ERR(de);
-		else if (de->generic.type == EXFAT_TYPE_STREAM)
-			ret = exfat_dindex_add(idx, item.eidx,
-					       le16_to_cpu(de->stream.name_hash));
+		} else if (de->generic.type == EXFAT_TYPE_STREAM) {
+			struct exfat_set_at at = { &w.it, item.eidx };
+			u16 hash = le16_to_cpu(de->stream.name_hash), xhash;
+
+			ret = exfat_set_xhash(EXFAT_SB(dir->i_sb),
+					      de->stream.name_len, item.nr,
+					      exfat_set_at_entry, &at, &xhash) ?:
+			      exfat_dindex_add(idx, item.eidx, hash, xhash);
+		}
 	}
 	exfat_walk_release(&w);
 	/* an error is found again, and reported, by the scan without one */
@@ -867,11 +922,14 @@ int exfat_index_find(struct inode *dir, const u16 *uni, unsigned int len,
 	struct exfat_dir_iter it;
 	u32 cursor = 0, eidx = 0;
 	int ret = 0, err;
+	u16 xhash;
 
 	if (!idx)
 		return -ESTALE;
+	xhash = exfat_name_xhash_cpu(EXFAT_SB(dir->i_sb)->upcase, uni, len);
 	exfat_dir_iter_init(&it, dir);
-	while (!ret && (eidx = exfat_dindex_next(idx, hash, &cursor)) != U32_MAX)
+	while (!ret &&
+	       (eidx = exfat_dindex_next(idx, hash, xhash, &cursor)) != U32_MAX)
 		ret = exfat_indexed_set_named(&it, eidx, uni, len, hash, cand,
 					      esp);
 	err = exfat_dir_iter_release(&it);

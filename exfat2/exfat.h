@@ -456,6 +456,14 @@ const char *exfat_verify_file_set(const union exfat_dentry *set,
 				  unsigned int nr);
 u16 exfat_name_hash(const u16 *upcase, const __le16 *name, unsigned int len);
 u16 exfat_name_hash_cpu(const u16 *upcase, const u16 *name, unsigned int len);
+u32 exfat_name_xhash(const u16 *upcase, u32 h, const __le16 *name,
+		     unsigned int len);
+u16 exfat_name_xhash_cpu(const u16 *upcase, const u16 *name, unsigned int len);
+
+static inline u16 exfat_name_xhash_end(u32 h)
+{
+	return h >> 16;
+}
 
 /*
  * An allocation bitmap (§7.1.5: bit n for cluster n + 2, least significant
@@ -606,12 +614,14 @@ struct exfat_dindex *exfat_dindex_alloc(u32 nr_slots);
 void exfat_dindex_free(struct exfat_dindex *idx);
 int exfat_dindex_grow(struct exfat_dindex *idx, u32 nr_slots);
 void exfat_dindex_set_type(struct exfat_dindex *idx, u32 eidx, u8 type);
-int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash);
+int exfat_dindex_add(struct exfat_dindex *idx, u32 eidx, u16 hash,
+		     u16 xhash);
 bool exfat_dindex_remove(struct exfat_dindex *idx, u32 eidx, int hash);
 u32 exfat_dindex_run_hint(const struct exfat_dindex *idx, unsigned int nr);
 void exfat_dindex_set_run_hint(struct exfat_dindex *idx, unsigned int nr,
 			       u32 from);
-u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u32 *cursor);
+u32 exfat_dindex_next(const struct exfat_dindex *idx, u16 hash, u16 xhash,
+		      u32 *cursor);
 bool exfat_dindex_find_run(const struct exfat_dindex *idx, u32 start,
 			   unsigned int nr, u32 busy, unsigned int busy_nr,
 			   u32 per_sect, u32 *first, u32 *free);

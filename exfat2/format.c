@@ -9,6 +9,7 @@
  */
 #include <linux/bitfield.h>
 #include <linux/bitops.h>
+#include <linux/hash.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
 #include <linux/time.h>
@@ -294,6 +295,41 @@ u16 exfat_name_hash_cpu(const u16 *upcase, const u16 *name, unsigned int len)
 	for (i = 0; i < len; i++)
 		hash = exfat_hash_unit(upcase, hash, name[i]);
 	return hash;
+}
+
+/*
+ * A second hash of the up-cased name, for the in-memory directory index
+ * only (it is never on disk).  NameHash adds each byte after a rotation,
+ * so names that differ in their last characters share few values: 1,000
+ * names file000000 to file000999 have 190 NameHashes between them, and
+ * each lookup would read five sets to compare their names.  Together the
+ * two give 32 bits.  Feed the name from h = 0, in one piece or several;
+ * the hash is exfat_name_xhash_end() of the result.
+ */
+static u32 exfat_xhash_unit(const u16 *upcase, u32 h, u16 unit)
+{
+	return (h ^ upcase[unit]) * GOLDEN_RATIO_32;
+}
+
+u32 exfat_name_xhash(const u16 *upcase, u32 h, const __le16 *name,
+		     unsigned int len)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		h = exfat_xhash_unit(upcase, h, le16_to_cpu(name[i]));
+	return h;
+}
+
+/* The same for a whole name in CPU order; returns the hash itself. */
+u16 exfat_name_xhash_cpu(const u16 *upcase, const u16 *name, unsigned int len)
+{
+	unsigned int i;
+	u32 h = 0;
+
+	for (i = 0; i < len; i++)
+		h = exfat_xhash_unit(upcase, h, name[i]);
+	return exfat_name_xhash_end(h);
 }
 
 /**

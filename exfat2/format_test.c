@@ -9,6 +9,7 @@
  * specification itself (the recommended up-case table's checksum).
  */
 #include <kunit/test.h>
+#include <linux/sort.h>
 #include <linux/unaligned.h>
 
 #define EXFAT_TEST_VALID	"(valid)"
@@ -835,6 +836,61 @@ static void exfat_name_hash_test(struct kunit *test)
 	/* The CPU-order variant (names from the VFS) gives the same. */
 	KUNIT_EXPECT_EQ(test, exfat_name_hash_cpu(table, hello_cpu, 9), 0x3046);
 	KUNIT_EXPECT_EQ(test, exfat_name_hash_cpu(table, ru_cpu, 4), 0xb816);
+
+	/* The second hash: case-blind too, and in pieces the same. */
+	KUNIT_EXPECT_EQ(test, exfat_name_xhash_cpu(table, hello_cpu, 9), 0xa021);
+	KUNIT_EXPECT_EQ(test,
+			exfat_name_xhash_end(exfat_name_xhash(table, 0, hello, 9)),
+			0xa021);
+	KUNIT_EXPECT_EQ(test,
+			exfat_name_xhash(table, exfat_name_xhash(table, 0, hello, 4),
+					 hello + 4, 5),
+			exfat_name_xhash(table, 0, hello, 9));
+	KUNIT_EXPECT_EQ(test, exfat_name_xhash(table, 0, abc_mixed, 3),
+			exfat_name_xhash(table, 0, abc, 3));
+	KUNIT_EXPECT_EQ(test, exfat_name_xhash(table, 0, ete_upper, 3),
+			exfat_name_xhash(table, 0, ete, 3));
+}
+
+static int exfat_test_cmp_u32(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Names that differ only in their last digits: NameHash gives 1,000 of
+ * them 190 values; with the second hash every one is apart.
+ */
+static void exfat_name_xhash_spread_test(struct kunit *test)
+{
+	u16 *table = exfat_test_default_table(test);
+	unsigned long *seen;
+	unsigned int i, nhash = 0, both = 0;
+	u16 name[10] = { 'f', 'i', 'l', 'e', '0', '0' };
+	u32 *keys;
+
+	seen = kunit_kcalloc(test, BITS_TO_LONGS(1 << 16), sizeof(long),
+			     GFP_KERNEL);
+	keys = kunit_kcalloc(test, 1000, sizeof(*keys), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, seen);
+	KUNIT_ASSERT_NOT_NULL(test, keys);
+	for (i = 0; i < 1000; i++) {
+		name[6] = '0' + i / 1000 % 10;
+		name[7] = '0' + i / 100 % 10;
+		name[8] = '0' + i / 10 % 10;
+		name[9] = '0' + i % 10;
+		keys[i] = exfat_name_hash_cpu(table, name, 10) |
+			  exfat_name_xhash_cpu(table, name, 10) << 16;
+		if (!__test_and_set_bit(keys[i] & 0xffff, seen))
+			nhash++;
+	}
+	sort(keys, 1000, sizeof(*keys), exfat_test_cmp_u32, NULL);
+	for (i = 0; i < 1000; i++)
+		both += !i || keys[i] != keys[i - 1];
+	KUNIT_EXPECT_EQ(test, nhash, 190);
+	KUNIT_EXPECT_EQ(test, both, 1000);
 }
 
 /* Timestamps (§7.4.8 - §7.4.10) */
@@ -1122,6 +1178,7 @@ static struct kunit_case exfat_format_test_cases[] = {
 	KUNIT_CASE(exfat_default_upcase_test),
 	KUNIT_CASE_PARAM(exfat_upcase_expand_test, exfat_upcase_gen_params),
 	KUNIT_CASE(exfat_name_hash_test),
+	KUNIT_CASE(exfat_name_xhash_spread_test),
 	KUNIT_CASE_PARAM(exfat_time_decode_test, exfat_decode_gen_params),
 	KUNIT_CASE_PARAM(exfat_time_encode_test, exfat_encode_gen_params),
 	KUNIT_CASE(exfat_time_round_trip_test),

@@ -274,51 +274,87 @@ def _ascii_name_hash(name):
     return h
 
 
-def _colliding_names(n):
-    """n names of at most 15 units with one NameHash."""
-    seen = {}
-    for i in range(1 << 20):
-        name = f"c{i:x}-{i * 7919 % 9973:04d}"
-        same = seen.setdefault(_ascii_name_hash(name), [])
-        same.append(name)
-        if len(same) == n:
-            return same
+def _ascii_name_xhash(name):
+    """exfat2's second hash of a name in its directory index
+    (exfat_name_xhash() in format.c), for an ASCII name."""
+    h = 0
+    for c in name.upper():
+        h = ((h ^ ord(c)) * 0x61C88647) & 0xFFFFFFFF
+    return h >> 16
+
+
+# Two names with one NameHash and one second hash: exfat2's index gives
+# both as candidates for either (found by trying c%x-%04d names).
+_SAME_KEY = ("c18616-8116", "c1dca1-8545")
+
+
+def _same_name_hash(name, n):
+    """n more names of at most 15 units with the NameHash of name."""
+    want, out = _ascii_name_hash(name), []
+    for i in range(1 << 22):
+        cand = f"h{i:x}-{i % 97:02d}"
+        if _ascii_name_hash(cand) == want:
+            out.append(cand)
+            if len(out) == n:
+                return out
     raise TestFailure("no NameHash collision found")
 
 
 @test(timeout=300, writes=False)
 def bad_set_checksum_hash_collision():
-    """Sets with a bad SetChecksum whose NameHash equals that of the name
-    looked up, written before it: the directory index names them first,
-    and a lookup must pass over them (another name) without reporting
-    them, nor may a negative lookup of a fourth such name; only looking
-    one of them up gives EUCLEAN and the report."""
-    *names, absent = _colliding_names(4)
-    bad = names[:1] + names[2:]
+    """Sets with a bad SetChecksum whose NameHash (and whose second hash,
+    for the first) equal those of the name looked up, written before it:
+    the directory index names the first as a candidate, and a lookup must
+    pass over it (another name) without reporting it, as must a negative
+    lookup of a name with the same NameHash; only looking a damaged set
+    up gives EUCLEAN and the report."""
+    bad0, good = _SAME_KEY
+    for a, b in ((_ascii_name_hash, "NameHash"),
+                 (_ascii_name_xhash, "second hash")):
+        assert_eq(a(bad0), a(good), f"{b} of {_SAME_KEY}")
+    bad1, absent = _same_name_hash(good, 2)
+    bad = [bad0, bad1]
+    # the index gives candidates in some order: in one of the two
+    # directories the damaged set comes first
+    orders = {"d1": [bad0, good, bad1], "d2": [good, bad1, bad0]}
     with Image(size_mb=32) as img:
         with mount(img.dev, driver="intree") as mnt:
-            os.mkdir(f"{mnt}/d")
-            for i, n in enumerate(names):
-                write_file(f"{mnt}/d/{n}", 100 + i, seed=i)
+            for d, names in orders.items():
+                os.mkdir(f"{mnt}/{d}")
+                for n in names:
+                    write_file(f"{mnt}/{d}/{n}", 100 + len(n),
+                               seed=names.index(n))
         with open(img.dev, "r+b") as f:
+            data = f.read()
             for n in bad:
-                off = find_name_entry(img.dev, n)
-                f.seek(off + 2)
-                csum = f.read(2)
-                f.seek(off + 2)
-                f.write(bytes([csum[0] ^ 0x5a, csum[1]]))
+                needle = b"\xc1\x00" + n.encode("utf-16-le")
+                offs, i = [], data.find(needle)
+                while i >= 0:
+                    if i % 32 == 0:
+                        offs.append(i)
+                    i = data.find(needle, i + 1)
+                assert_eq(len(offs), 2, f"name entries of {n}")
+                for off in offs:
+                    f.seek(off - 64 + 2)
+                    csum = f.read(2)
+                    f.seek(off - 64 + 2)
+                    f.write(bytes([csum[0] ^ 0x5a, csum[1]]))
         with mount(img.dev, opts="ro") as mnt:
-            with open(f"{mnt}/d/{names[1]}", "rb") as f:
-                assert_eq(f.read(), pattern(101, 1), "the good set's file")
-            os.stat(f"{mnt}/d/{names[1].upper()}")
-            expect_errno(errno.ENOENT, os.stat, f"{mnt}/d/{absent}")
+            for d, names in orders.items():
+                with open(f"{mnt}/{d}/{good}", "rb") as f:
+                    assert_eq(f.read(), pattern(100 + len(good),
+                                                names.index(good)),
+                              f"{d}: the good set's file")
+                os.stat(f"{mnt}/{d}/{good.upper()}")
+                expect_errno(errno.ENOENT, os.stat, f"{mnt}/{d}/{absent}")
             assert_true("SetChecksum" not in dmesg_this_test(),
-                        "a set of another name with the same NameHash "
+                        "a set of another name with the same hashes "
                         "was reported while looking a name up")
-            expect_errno(errno.EUCLEAN, os.stat, f"{mnt}/d/{bad[0]}")
+            expect_errno(errno.EUCLEAN, os.stat, f"{mnt}/d1/{bad0}")
             assert_true("SetChecksum" in dmesg_this_test(),
                         "the set looked up is reported")
-            assert_eq(os.listdir(f"{mnt}/d"), [names[1]], "listing")
+            for d in orders:
+                assert_eq(os.listdir(f"{mnt}/{d}"), [good], f"{d} lists")
 
 
 @test(timeout=900, writes=False)
