@@ -120,8 +120,9 @@ void exfat_dindex_set_type(struct exfat_dindex *idx, u32 eidx, u8 type)
 	if (test_bit(eidx, idx->in_use) && !exfat_type_in_use(type))
 		for (k = 0; k < EXFAT_DINDEX_RUN_HINTS; k++)
 			idx->run_hint[k] = min(idx->run_hint[k], eidx);
-	assign_bit(eidx, idx->in_use, exfat_type_in_use(type));
-	assign_bit(eidx, idx->eod, type == EXFAT_TYPE_EOD);
+	/* one writer at a time (struct exfat_dindex): no atomics needed */
+	__assign_bit(eidx, idx->in_use, exfat_type_in_use(type));
+	__assign_bit(eidx, idx->eod, type == EXFAT_TYPE_EOD);
 }
 
 /*

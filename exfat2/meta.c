@@ -59,11 +59,13 @@ struct buffer_head *exfat_read_sector_ra(struct super_block *sb,
 	struct buffer_head *bh;
 
 	if (ra > 1 && sect < sbi->vol_sectors) {
+		/* in memory: one lookup, not a second in exfat_read_sector() */
 		bh = sb_find_get_block(sb, sect);
-		if (!bh || !buffer_uptodate(bh))
-			exfat_readahead_sectors(sb, sect,
-						min_t(u64, ra, sbi->vol_sectors - sect));
+		if (bh && buffer_uptodate(bh))
+			return bh;
 		brelse(bh);
+		exfat_readahead_sectors(sb, sect,
+					min_t(u64, ra, sbi->vol_sectors - sect));
 	}
 	return exfat_read_sector(sb, sect);
 }
