@@ -117,9 +117,9 @@ if os.path.exists(lib.KMEMLEAK) or lib.kmemleak_built_in():
     def kmemleak_report_detected():
         """An object leaked in the kernel must fail the run: the check the
         runner makes at the end of the tests (runner:kmemleak, which runs
-        before the self-tests) on a module that leaks 1 KiB when loaded;
-        kmemleak's own "new suspected memory leaks" line in the kernel log
-        is a splat too.  The report is then cleared.  Only on kernels
+        before the self-tests) on a module that leaks sixteen 1 KiB
+        objects when loaded; kmemleak's own "new suspected memory leaks"
+        line in the kernel log is a splat too.  The report is then cleared.  Only on kernels
         with kmemleak."""
         ko = os.path.join(OUT, "selftest", "leak_on_load.ko")
         if not os.path.exists(ko):
