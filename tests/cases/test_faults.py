@@ -27,7 +27,10 @@ caller as an errno, the errors= policy is honoured (errors=remount-ro
 rounds must end read-only when the driver reported corruption or a
 metadata write error), and once the faults stop and the volume is
 unmounted: fsck.exfat -n finds it clean or only leaked clusters
-(crashlib.fsck_verdict), the driver mounts it, and every file whose last
+(crashlib.fsck_verdict), or finds a file under two names after a rename
+that failed with EIO (the write deleting the old name lost: the window
+of write-ordering rule 5, repaired with fsck.exfat -y), the driver
+mounts it, and every file whose last
 operation was a successful fsync holds exactly what it held then, read by
 exfat2 and by the in-tree driver.
 
@@ -81,9 +84,11 @@ class Faults:
     device-mapper device over it that the volume is mounted from (see
     DmDisk)."""
 
-    def __init__(self, kind, prob, dev, dm=None, rng=None):
+    def __init__(self, kind, prob, dev, dm=None, rng=None, space=0,
+                 times=-1):
         self.kind, self.prob, self.dev = kind, prob, dev
         self.dm, self.rng = dm, rng
+        self.space, self.times = space, times
         self.d = f"{DEBUGFS}/{kind}"
 
     def __enter__(self):
@@ -91,10 +96,10 @@ class Faults:
             self.dm.arm(self.prob, self.rng)
             return self
         d = self.d
-        _w(f"{d}/times", -1)
+        _w(f"{d}/times", self.times)
         _w(f"{d}/interval", 1)
         _w(f"{d}/verbose", 0)
-        _w(f"{d}/space", 0)
+        _w(f"{d}/space", self.space)
         if self.kind == "fail_make_request":
             _w(f"/sys/block/{os.path.basename(self.dev)}/make-it-fail", 1)
         else:
@@ -115,6 +120,8 @@ class Faults:
             self.dm.disarm()
             return False
         _w(f"{self.d}/probability", 0)
+        _w(f"{self.d}/times", -1)
+        _w(f"{self.d}/space", 0)
         if self.kind == "fail_make_request":
             _w(f"/sys/block/{os.path.basename(self.dev)}/make-it-fail", 0)
         else:
@@ -224,6 +231,7 @@ class Workload:
         self.dirs = [""]
         self.before_op = None   # called before each operation, if set
         self.fsync_failed = set()
+        self.renames_failed = []    # (old, new) of renames failing with EIO
 
     def _err(self, op, e):
         key = f"{op}:{errno.errorcode.get(e.errno, e.errno)}"
@@ -328,7 +336,12 @@ class Workload:
         content = self.files.pop(rel)
         self._dirty(rel)
         self._dirty(new)
-        os.rename(self._path(rel), self._path(new))
+        try:
+            os.rename(self._path(rel), self._path(new))
+        except OSError as e:
+            if e.errno == errno.EIO:
+                self.renames_failed.append((rel, new))
+            raise
         self.files[new] = content
 
     def truncate(self):
@@ -384,6 +397,39 @@ def _kmsg_since(t=None):
     return out, last
 
 
+def _fsck_repair(dev):
+    """fsck.exfat -y on dev: (exit status, output lines).  The block
+    device keeps the error of the write that was lost until someone sees
+    it: the first fsync of the device after that, which would be fsck's
+    (exit 8), gets it; an fsync here takes it first."""
+    fd = os.open(dev, os.O_RDWR)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return crashlib._fsck(dev, "-y")
+
+
+def _rename_window(wl, text):
+    """Whether fsck's findings of entries sharing clusters (text, of
+    crashlib.fsck_classify's "dup") are all names of renames that failed
+    with EIO.  A rename that must write a new entry set writes it, then
+    deletes the old one (write-ordering rule 5): when the second write is
+    lost the file keeps both names on disk, as after a power cut between
+    the two, and exFAT offers no order without such a window (the other
+    one loses the file).  fsck.exfat repairs it."""
+    names = {p for pair in wl.renames_failed for p in pair}
+    dups = crashlib.fsck_dup_paths(text)
+    if not dups or not all(d.lstrip("/") in names for d in dups):
+        return False
+    log(f"the rename window after a lost write: {', '.join(dups)} "
+        f"(renames that failed with EIO: {wl.renames_failed}); "
+        "repaired with fsck.exfat -y")
+    return True
+
+
 def _round_on(kind, prob, seed, clu, opts, lower, dm):
     dev = dm.dev if dm else lower
     _, before = _kmsg_since()
@@ -413,8 +459,13 @@ def _round_on(kind, prob, seed, clu, opts, lower, dm):
             except OSError as e:
                 fail(f"after the faults stopped: {e!r}")
         umount(mnt)
-    ok, text = crashlib.fsck_verdict(dev)
-    if not ok:
+    verdict, text = crashlib.fsck_classify(dev)
+    if verdict == "dup" and _rename_window(wl, text):
+        # repaired (a copy was, by fsck_classify), then judged as usual
+        rc, rep = _fsck_repair(dev)
+        verdict, text = crashlib.fsck_classify(dev)
+        text += f"\n-- after fsck.exfat -y (exit {rc}): {rep}"
+    if verdict not in ("clean", "benign"):
         fail(f"{kind} {prob}% seed {seed}: fsck.exfat after the "
              f"faults:\n{text}")
     # the fsynced files, read by exfat2 and by the in-tree driver
@@ -498,6 +549,85 @@ def lost_dir_write_not_reread():
                     "nor what was written")
         ok, text = crashlib.fsck_verdict(img.dev)
         assert_true(ok, f"fsck.exfat after the lost write:\n{text}")
+
+
+class _Renames:
+    """What _rename_window() reads of a Workload."""
+
+    def __init__(self, pairs):
+        self.renames_failed = pairs
+
+
+@test(timeout=300)
+def lost_rename_write_sweep():
+    """A rename into another directory writes the new entry set, then
+    deletes the old one (write-ordering rule 5).  Each of its writes is
+    lost in turn (fail_make_request's space: bios pass until their bytes
+    reach it; the writes before are 512-byte sectors, the first is
+    VolumeDirty's), until one the rename does not make: the volume must
+    go read-only, the rename succeed or fail with EIO, and the disk must
+    then be clean, or, when the deletion was the write lost and the
+    rename failed, hold the file under both names, which fsck.exfat
+    reports as two files sharing clusters.  The fault sweeps accept that
+    for renames that failed with EIO and nothing else (_rename_window;
+    their fail_make_request 2% round once lost such a write), and
+    fsck.exfat -y repairs it keeping the data under one of the names."""
+    _need_debugfs()
+    data = random.Random(5).randbytes(3 * 4096 + 11)
+    windows = 0
+    for k in range(1, 9):
+        with Image(size_mb=8, cluster=4096, fsck=False) as img:
+            with mount(img.dev) as mnt:
+                os.mkdir(f"{mnt}/a")
+                os.mkdir(f"{mnt}/b")
+                with open(f"{mnt}/a/f1", "wb") as f:
+                    f.write(data)
+                os.sync()
+                with Faults("fail_make_request", 100, img.dev,
+                            space=512 * (k - 1) + 1, times=1):
+                    try:
+                        os.rename(f"{mnt}/a/f1", f"{mnt}/b/r1")
+                        res = "ok"
+                    except OSError as e:
+                        assert_eq(e.errno, errno.EIO,
+                                  f"write {k} lost: rename's errno")
+                        res = "EIO"
+                ro = "ro" in sh(f"findmnt -no OPTIONS {mnt}").stdout \
+                    .split(",")
+                umount(mnt)
+            if not ro and res == "ok":
+                log(f"the rename made {k - 1} writes")
+                break
+            assert_true(ro, f"write {k} lost: read-write")
+            verdict, text = crashlib.fsck_classify(img.dev)
+            if verdict == "dup":
+                assert_eq(res, "EIO", f"write {k} lost: both names after "
+                          "a rename that succeeded")
+                windows += 1
+                assert_true(not _rename_window(_Renames([("a/x", "b/y")]),
+                                               text),
+                            "the rename window accepted for other names")
+                assert_true(_rename_window(_Renames([("a/f1", "b/r1")]),
+                                           text),
+                            f"write {k} lost: not the window: {text}")
+                rc, rep = _fsck_repair(img.dev)
+                verdict, text = crashlib.fsck_classify(img.dev)
+                text += f"\n-- after fsck.exfat -y (exit {rc}): {rep}"
+            assert_true(verdict in ("clean", "benign"),
+                        f"write {k} lost: fsck.exfat:\n{text}")
+            with mount(img.dev, opts="ro") as mnt:
+                got = []
+                for p in ("a/f1", "b/r1"):
+                    if os.path.exists(f"{mnt}/{p}"):
+                        with open(f"{mnt}/{p}", "rb") as f:
+                            got.append(f.read())
+                umount(mnt)
+            log(f"write {k} lost: rename {res}, fsck {verdict}, "
+                f"{len(got)} name(s) after repair")
+            assert_true(data in got, f"write {k} lost: the data under "
+                        f"neither name ({[len(g) for g in got]} bytes)")
+    assert_true(windows, "no lost write left the rename window: the sweep "
+                "did not reach the deletion")
 
 
 # Only filters naming fault tests count (see test_crash.py's _FILTERS).

@@ -622,6 +622,12 @@ _FSCK_DUP = re.compile(r"^ERROR: (.*): cluster is already allocated for "
                        r"0x[0-9a-f]+\. Truncate \(y/N\)\? [yn]$")
 
 
+def fsck_dup_paths(text):
+    """The paths of fsck.exfat's _FSCK_DUP findings in text."""
+    return [m.group(1) for m in map(_FSCK_DUP.match, text.splitlines())
+            if m]
+
+
 # What -y then also repairs in a file it truncated to 0 bytes: a file
 # without clusters must not claim a contiguous (NoFatChain) allocation.
 # An entry set whose sectors were not all written: its checksum is wrong,
@@ -1166,8 +1172,7 @@ class Checker:
         # Every entry fsck found sharing clusters must be such a name (fsck
         # reports the second one it meets of each pair, and does not look
         # inside a directory it reported).
-        dups = [m.group(1) for m in map(_FSCK_DUP.match, out.splitlines())
-                if m]
+        dups = fsck_dup_paths(out)
         if not twice or not all(d in names for d in dups):
             self._fail(where, "fsck", out)
             return
