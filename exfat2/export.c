@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * NFS export.  A file handle names where the file's entry set is (the
- * first cluster of its directory and the entry index) and, to tell a
- * reused slot from the original, the file's first cluster.  Handles
- * survive cache eviction and remounts; after a rename or delete they are
- * stale (-ESTALE), since the set moved.  exFAT directories have no ".."
- * entry: a directory's parent is found by searching the tree for the
- * directory whose data starts at the recorded cluster.
+ * NFS export.  exFAT has no inode numbers: a file handle names where the
+ * file's entry set is (the first cluster of its directory and the entry
+ * index) and, to tell a reused slot from the original, the file's
+ * creation time to 10 ms, which no write, truncate or attribute change
+ * moves (the first cluster, used before, changes when an empty file gets
+ * data or a file is truncated and written again).  Handles survive cache
+ * eviction and remounts; after a rename or delete they are stale
+ * (-ESTALE), since the set moved.  exFAT directories have no ".." entry:
+ * a directory's parent is found by searching the tree for the directory
+ * whose data starts at the recorded cluster.
  */
+#include <linux/bitfield.h>
 #include <linux/exportfs.h>
 #include <linux/slab.h>
 #include "exfat.h"
 
-#define EXFAT_FILEID_TYPE	0x81
+#define EXFAT_FILEID_TYPE	0x82
 #define EXFAT_FH_LEN		4	/* in u32 units */
+
+/* fh[3]: the directory's flags, and the creation time's 10 ms units */
+#define EXFAT_FH_DIR_FLAGS	GENMASK(7, 0)
+#define EXFAT_FH_BTIME_CS	GENMASK(15, 8)
+
+static u32 exfat_fh_btime_cs(const struct inode *inode)
+{
+	return EXFAT_I(inode)->btime.tv_nsec / (10 * NSEC_PER_MSEC);
+}
 
 static int exfat_encode_fh(struct inode *inode, __u32 *fh, int *max_len,
 			   struct inode *parent)
@@ -26,21 +39,21 @@ static int exfat_encode_fh(struct inode *inode, __u32 *fh, int *max_len,
 	}
 	fh[0] = ei->dir_clu;
 	fh[1] = ei->eidx;
-	fh[2] = ei->start_clu;
-	fh[3] = ei->dir_flags;
+	fh[2] = lower_32_bits(ei->btime.tv_sec);
+	fh[3] = FIELD_PREP(EXFAT_FH_DIR_FLAGS, ei->dir_flags) |
+		FIELD_PREP(EXFAT_FH_BTIME_CS, exfat_fh_btime_cs(inode));
 	*max_len = EXFAT_FH_LEN;
 	return EXFAT_FILEID_TYPE;
 }
 
 /*
- * The inode whose set is at eidx of the directory at dir_clu.  With
- * check_start the position comes from a file handle, which may be stale
- * or forged: what is not a set there, or not the set of a file starting
- * at start, is -ESTALE and never reported as corruption.
+ * The inode whose set is at eidx of the directory at dir_clu.  With a
+ * handle (fh) the position may be stale or forged: what is not a set
+ * there, or not the set of a file created when the handle's was, is
+ * -ESTALE and never reported as corruption.
  */
 static struct inode *exfat_inode_at(struct super_block *sb, u32 dir_clu,
-				    u8 dir_flags, u32 eidx, u32 start,
-				    bool check_start)
+				    u8 dir_flags, u32 eidx, const u32 *fh)
 {
 	struct exfat_sb_info *sbi = EXFAT_SB(sb);
 	struct exfat_entry_set *es;
@@ -52,18 +65,20 @@ static struct inode *exfat_inode_at(struct super_block *sb, u32 dir_clu,
 	    eidx >= EXFAT_MAX_DIR_SIZE >> EXFAT_DENTRY_SHIFT)
 		return ERR_PTR(-ESTALE);
 	exfat_dir_iter_init_pos(&it, sb, dir_clu, dir_flags);
-	it.quiet = check_start;
+	it.quiet = !!fh;
 	err = exfat_get_entry_set(&it, eidx, &es);
 	exfat_dir_iter_release(&it);
 	if (err)
 		return ERR_PTR(err == -ENOENT ? -ESTALE : err);
-	if (check_start &&
-	    le32_to_cpu(exfat_es_stream(es)->first_cluster) != start) {
-		kfree(es);
-		return ERR_PTR(-ESTALE);
-	}
 	inode = exfat_iget_pos(sb, dir_clu, dir_flags, es);
 	kfree(es);
+	/* the creation time as this driver reads it, cached or not */
+	if (!IS_ERR(inode) && fh &&
+	    (fh[2] != lower_32_bits(EXFAT_I(inode)->btime.tv_sec) ||
+	     FIELD_GET(EXFAT_FH_BTIME_CS, fh[3]) != exfat_fh_btime_cs(inode))) {
+		iput(inode);
+		return ERR_PTR(-ESTALE);
+	}
 	return inode;
 }
 
@@ -77,8 +92,9 @@ static struct dentry *exfat_fh_to_dentry(struct super_block *sb,
 		return NULL;
 	if (fh[1] == EXFAT_ROOT_EIDX)
 		return dget(sb->s_root);
-	return d_obtain_alias(exfat_inode_at(sb, fh[0], fh[3] & 0xff, fh[1],
-					     fh[2], true));
+	return d_obtain_alias(exfat_inode_at(sb, fh[0],
+					     FIELD_GET(EXFAT_FH_DIR_FLAGS, fh[3]),
+					     fh[1], fh));
 }
 
 /* A directory to search: where its data starts and its DataLength. */
@@ -117,7 +133,7 @@ static struct inode *exfat_search_dir(struct super_block *sb,
 		if (sub.clu == target) {
 			exfat_walk_release(&w);
 			return exfat_inode_at(sb, ref->clu, ref->flags, item.eidx,
-					      0, false);
+					      NULL);
 		}
 		/* a bad one is reported when it is looked up */
 		if (!exfat_clu_valid(sbi, sub.clu) || !sub.size ||

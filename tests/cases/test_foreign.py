@@ -422,16 +422,22 @@ def nfs_forged_handle_is_stale():
             with open(f"{mnt}/d/file", "wb") as f:
                 f.write(random.Random(1).randbytes(20000))
             h = name_to_handle(f"{mnt}/d/file")
-            dir_clu, eidx, start, flags = struct.unpack_from("<4I", h, 8)
+            dir_clu, eidx, btime, flags = struct.unpack_from("<4I", h, 8)
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+            import rawfs
+            vol = rawfs.Volume(img.dev, write=False)
+            start = vol.lookup("d/file")[0].stream[1]
+            vol.close()
             _kmsg_mark("forged handles")
             for what, fields in (
-                    ("a name entry", (dir_clu, eidx + 2, start, flags)),
-                    ("the stream entry", (dir_clu, eidx + 1, start, flags)),
-                    ("file data as a directory", (start, 0, start, 0)),
+                    ("a name entry", (dir_clu, eidx + 2, btime, flags)),
+                    ("the stream entry", (dir_clu, eidx + 1, btime, flags)),
+                    ("another creation time", (dir_clu, eidx, btime ^ 2,
+                                               flags)),
+                    ("file data as a directory", (start, 0, btime, 0)),
                     ("file data, FAT-chained", (start, 3, 0, 0)),
                     ("past the heap", (0x7fffffff, 0, 0, 0)),
-                    ("past the directory", (dir_clu, 4000, start, flags))):
+                    ("past the directory", (dir_clu, 4000, btime, flags))):
                 struct.pack_into("<4I", h, 8, *fields)
                 expect_errno(errno.ESTALE, open_by_handle, mnt, h)
             msgs = _kmsg_since("forged handles")

@@ -6,6 +6,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import random
 import struct
 
 from lib import (Image, assert_eq, assert_true, dmesg_this_test,
@@ -233,9 +234,19 @@ def remount_options():
             write_file(f"{mnt}/g", 10)
 
 
+def _read_by_handle(mnt, h):
+    fd = open_by_handle(mnt, h)
+    try:
+        return os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+
+
 @test(timeout=300, writes=True)
 def nfs_file_handles():
-    """File handles survive cache eviction; a renamed file's is stale."""
+    """File handles survive cache eviction, writes to an empty file and
+    an O_TRUNC rewrite; a renamed file's is stale, and so is a deleted
+    one's when a new file takes its slot."""
     with Image(size_mb=32) as img:
         with mount(img.dev) as mnt:
             os.makedirs(f"{mnt}/a/b")
@@ -245,13 +256,9 @@ def nfs_file_handles():
             hd = name_to_handle(f"{mnt}/a/b")
             hg = name_to_handle(f"{mnt}/g")
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
-            fd = open_by_handle(mnt, hf)
-            try:
-                data = os.read(fd, 10000)
-            finally:
-                os.close(fd)
             from tree import pattern
-            assert_eq(data, pattern(7000, 3), "file by handle")
+            assert_eq(_read_by_handle(mnt, hf), pattern(7000, 3),
+                      "file by handle")
             fd = open_by_handle(mnt, hd)
             try:
                 assert_eq(os.listdir(fd), ["f"], "directory by handle")
@@ -260,6 +267,38 @@ def nfs_file_handles():
             os.rename(f"{mnt}/g", f"{mnt}/a/g2")
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
             expect_errno(errno.ESTALE, open_by_handle, mnt, hg)
+
+            # What NFS does: create empty, then write through the handle;
+            # an O_TRUNC rewrite moves the data; neither is a new file.
+            data = random.Random(8).randbytes(9000)
+            open(f"{mnt}/e", "wb").close()
+            he = name_to_handle(f"{mnt}/e")
+            for step in ("written", "rewritten"):
+                with open(f"{mnt}/e", "wb") as f:
+                    f.write(data)
+                for evict in (False, True):
+                    if evict:
+                        sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+                    got = _read_by_handle(mnt, he)
+                    assert_eq(got, data, f"empty file's handle, {step}, "
+                              f"{'after' if evict else 'before'} eviction")
+                data = data[::-1]
+
+            # A new file in a deleted one's slot is another file: its
+            # handle differs (created at least 10 ms later; retried until
+            # so) and the old one is stale.
+            old = name_to_handle(f"{mnt}/e")
+            for _ in range(100):
+                os.unlink(f"{mnt}/e")
+                open(f"{mnt}/e", "wb").close()
+                new = name_to_handle(f"{mnt}/e")
+                if new.raw != old.raw:
+                    break
+            assert_eq(new.raw[8:16], old.raw[8:16], "the slot reused")
+            assert_true(new.raw != old.raw, "a different creation time")
+            sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+            expect_errno(errno.ESTALE, open_by_handle, mnt, old)
+            os.close(open_by_handle(mnt, new))
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
