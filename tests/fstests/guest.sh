@@ -23,6 +23,22 @@ done
 # generic/131's lock test talks to itself over TCP on localhost
 ip link set lo up 2>>"$OUT/check.log"
 
+# udev: fstests waits for device nodes with "udevadm wait" (_udev_wait
+# after every dmsetup create and remove), which without a udev daemon
+# blocks until the time limit: every dm test (dm-error, dm-thin, ...)
+# was a timeout
+if [ -x /lib/systemd/systemd-udevd ]; then
+	/lib/systemd/systemd-udevd --daemon 2>>"$OUT/check.log"
+	udevadm trigger --action=add 2>>"$OUT/check.log"
+	udevadm settle --timeout=60 2>>"$OUT/check.log"
+fi
+
+# device-mapper up front: _require_dm_target modprobes dm-$target, and
+# the error target is built into dm-mod (there is no dm-error module), so
+# without this the dm-error tests ran or not depending on whether an
+# earlier test had loaded another target
+modprobe dm-mod 2>>"$OUT/check.log"
+
 case $DRIVER in
 ours) insmod "$KO" || { echo "insmod $KO failed"; exit 1; } ;;
 intree) modprobe exfat || { echo "modprobe exfat failed"; exit 1; } ;;
