@@ -30,9 +30,9 @@ unmounted: fsck.exfat -n finds it clean or only leaked clusters
 (crashlib.fsck_verdict), or finds a file under two names after a rename
 that failed with EIO (the write deleting the old name lost: the window
 of write-ordering rule 5, repaired with fsck.exfat -y), the driver
-mounts it, and every file whose last
-operation was a successful fsync holds exactly what it held then, read by
-exfat2 and by the in-tree driver.
+mounts it, and every file whose last operation was a successful fsync
+holds exactly what it held then, read by exfat2 and by the in-tree
+driver.
 
 Needs CONFIG_FAULT_INJECTION_DEBUG_FS and the stack-trace filter: the
 debug kernel (make check runs these in its debug pass only).
