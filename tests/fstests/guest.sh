@@ -27,6 +27,9 @@ ip link set lo up 2>>"$OUT/check.log"
 # after every dmsetup create and remove), which without a udev daemon
 # blocks until the time limit: every dm test (dm-error, dm-thin, ...)
 # was a timeout
+# (the VM runs the tests chrooted: without SYSTEMD_IGNORE_CHROOT udevadm
+# ignores trigger and settle, and says so in the tests' output)
+export SYSTEMD_IGNORE_CHROOT=1
 if [ -x /lib/systemd/systemd-udevd ]; then
 	/lib/systemd/systemd-udevd --daemon 2>>"$OUT/check.log"
 	udevadm trigger --action=add 2>>"$OUT/check.log"
@@ -38,6 +41,9 @@ fi
 # without this the dm-error tests ran or not depending on whether an
 # earlier test had loaded another target
 modprobe dm-mod 2>>"$OUT/check.log"
+# and the SCSI disk driver, which udev would load when scsi_debug makes
+# a disk (generic/704 and other scsi_debug tests look for /sys/block/sd*)
+modprobe sd_mod 2>>"$OUT/check.log"
 
 case $DRIVER in
 ours) insmod "$KO" || { echo "insmod $KO failed"; exit 1; } ;;
