@@ -408,6 +408,59 @@ def nfs_parent_of_directory_without_end_marker():
 
 
 @test(timeout=300)
+def nfs_handles_of_intree_written_files():
+    """Handles of files the in-tree driver created (its own encoding of
+    the creation time: a UTC offset, 10 ms units) stay valid through an
+    eviction, a remount, exfat2 writing into an empty one (its entry set
+    rewritten with exfat2's encoding) and an O_TRUNC rewrite; a file the
+    in-tree driver then creates in a deleted one's slot gets another
+    handle, and the old one is stale."""
+    import errno
+    from lib import (assert_true, expect_errno, name_to_handle,
+                     open_by_handle, read_by_handle as read)
+    rng = random.Random(11)
+    full, more = rng.randbytes(7000), rng.randbytes(5000)
+    with Image(size_mb=32, cluster=4096) as img:
+        with mount(img.dev, driver="intree") as mnt:
+            os.mkdir(f"{mnt}/d")
+            open(f"{mnt}/d/empty", "wb").close()
+            with open(f"{mnt}/d/full", "wb") as f:
+                f.write(full)
+        with mount(img.dev) as mnt:
+            he = name_to_handle(f"{mnt}/d/empty")
+            hf = name_to_handle(f"{mnt}/d/full")
+            umount(mnt)
+        with mount(img.dev) as mnt:
+            assert_eq(read(mnt, hf), full, "full by handle after remount")
+            assert_eq(read(mnt, he), b"", "empty by handle after remount")
+            with open(f"{mnt}/d/empty", "wb") as f:
+                f.write(more)
+            sh("sync; echo 3 > /proc/sys/vm/drop_caches")
+            assert_eq(read(mnt, he), more, "written through exfat2")
+            with open(f"{mnt}/d/full", "wb") as f:
+                f.write(more[::-1])
+            umount(mnt)
+        with mount(img.dev) as mnt:
+            assert_eq(read(mnt, hf), more[::-1], "rewritten after O_TRUNC")
+            old = name_to_handle(f"{mnt}/d/empty")
+            umount(mnt)
+        for _ in range(20):
+            with mount(img.dev, driver="intree") as mnt:
+                os.unlink(f"{mnt}/d/empty")
+                open(f"{mnt}/d/empty", "wb").close()
+            with mount(img.dev) as mnt:
+                new = name_to_handle(f"{mnt}/d/empty")
+                umount(mnt)
+            if new.raw != old.raw:
+                break
+        assert_eq(new.raw[8:16], old.raw[8:16], "the slot reused")
+        assert_true(new.raw != old.raw, "a different creation time")
+        with mount(img.dev) as mnt:
+            expect_errno(errno.ESTALE, open_by_handle, mnt, old)
+            assert_eq(read(mnt, new), b"", "the new file by its handle")
+
+
+@test(timeout=300)
 def nfs_forged_handle_is_stale():
     """A handle naming a position that holds no entry set (a name entry,
     a cluster of file data, a cluster past the heap) is -ESTALE, with no

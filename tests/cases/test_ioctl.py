@@ -11,6 +11,7 @@ import struct
 
 from lib import (Image, assert_eq, assert_true, dmesg_this_test,
                  expect_errno, log, mount, name_to_handle, open_by_handle,
+                 read_by_handle,
                  sh, test, umount)
 from tree import write_file
 
@@ -234,14 +235,6 @@ def remount_options():
             write_file(f"{mnt}/g", 10)
 
 
-def _read_by_handle(mnt, h):
-    fd = open_by_handle(mnt, h)
-    try:
-        return os.read(fd, 1 << 20)
-    finally:
-        os.close(fd)
-
-
 @test(timeout=300, writes=True)
 def nfs_file_handles():
     """File handles survive cache eviction, writes to an empty file and
@@ -257,7 +250,7 @@ def nfs_file_handles():
             hg = name_to_handle(f"{mnt}/g")
             sh("sync; echo 3 > /proc/sys/vm/drop_caches")
             from tree import pattern
-            assert_eq(_read_by_handle(mnt, hf), pattern(7000, 3),
+            assert_eq(read_by_handle(mnt, hf), pattern(7000, 3),
                       "file by handle")
             fd = open_by_handle(mnt, hd)
             try:
@@ -279,7 +272,7 @@ def nfs_file_handles():
                 for evict in (False, True):
                     if evict:
                         sh("sync; echo 3 > /proc/sys/vm/drop_caches")
-                    got = _read_by_handle(mnt, he)
+                    got = read_by_handle(mnt, he)
                     assert_eq(got, data, f"empty file's handle, {step}, "
                               f"{'after' if evict else 'before'} eviction")
                 data = data[::-1]

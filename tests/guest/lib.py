@@ -494,6 +494,15 @@ def open_by_handle(mnt, handle, flags=os.O_RDONLY):
         os.close(mfd)
 
 
+def read_by_handle(mnt, h):
+    """The contents (up to 1 MiB) of the file of handle h on mnt."""
+    fd = open_by_handle(mnt, h)
+    try:
+        return os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+
+
 def _mkstemp():
     d = "/tmp/exfat2-images"
     os.makedirs(d, exist_ok=True)
