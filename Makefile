@@ -43,7 +43,8 @@ CACHE := $(or $(XDG_CACHE_HOME),$(or $(HOME),/tmp)/.cache)/exfat2-vm
 LOGS := $(CACHE)/logs$(subst /,_,$(CURDIR))
 CHECKPATCH := $(CACHE)/checkpatch/scripts/checkpatch.pl
 KSRC_TAR := $(lastword $(wildcard /usr/src/linux-source-6.12.tar.xz))
-LINT_FILES = $(filter-out %.mod.c,$(wildcard exfat2/*.[ch])) tests/selftest/warn/warn_on_load.c
+LINT_FILES = $(filter-out %.mod.c,$(wildcard exfat2/*.[ch])) tests/selftest/warn/warn_on_load.c \
+	tests/kmod/race_hold.c
 USER_LINT_FILES = tests/tools/fsx-lite.c tests/tools/io-verify.c
 # Test tools built on the host (the guest sees the checkout read-only).
 TOOLS := tests/tools/fsx-lite tests/tools/io-verify

@@ -24,7 +24,8 @@ repo=$(dirname "$here")
 # exerciser (write:fsx_*, the stress run), the ioctls, a smaller crash
 # replay (crash:replay_short takes REPLAY_DEBUG there) and 300 hostile
 # images (hostile:batch and small_batch) with the chain-versus-bitmap cases, the
-# fault-injection sweeps (faults:, debug kernel only), the foreign-volume
+# fault-injection sweeps (faults:, debug kernel only; races: needs kprobes,
+# which the debug kernel lacks: packaged pass only), the foreign-volume
 # cases with the namespace exerciser on two of its layouts, but not the
 # four that mostly repeat other tests at a larger scale (many geometries,
 # a 20,000-entry directory, a 4 TiB volume, many sync patterns): under

@@ -110,6 +110,26 @@ else
 	fi
 	[ ! -f "$bdir/warn_on_load.ko" ] || ko=$bdir/warn_on_load.ko
 fi
+# The helper modules of the races: tests (tests/kmod), cached the same way.
+kmod=
+if [ -n "$kdir" ] && [ -d "$kdir" ]; then
+	src=$repo/tests/kmod
+	key=$(cat "$src"/*.c "$src/Kbuild" "$kdir/include/config/kernel.release" \
+		<(readlink -f "$kdir") 2>/dev/null | sha256sum | cut -c1-16)
+	kdst=$cache/kmod-$key
+	if [ ! -f "$kdst/race_hold.ko" ]; then
+		mkdir -p "$cache"
+		tmp=$(mktemp -d "$cache/kmod-build.XXXXXX")
+		cp "$src"/*.c "$src/Kbuild" "$tmp/"
+		if make -C "$kdir" M="$tmp" modules >"$tmp/build.log" 2>&1; then
+			rm -rf "$kdst"
+			mv "$tmp" "$kdst" 2>/dev/null || rm -rf "$tmp"
+		else
+			cat "$tmp/build.log" >&2
+		fi
+	fi
+	[ ! -f "$kdst/race_hold.ko" ] || kmod=$kdst
+fi
 phase "selftest module"
 
 # 2. One VM boot runs all the tests.
@@ -129,6 +149,8 @@ ls -1dt "$cache"/runs/*/ | tail -n +6 | while read -r d; do
 done
 mkdir -p "$out/selftest"
 [ -z "$ko" ] || cp "$ko" "${ko%/*}/leak_on_load.ko" "$out/selftest/"
+# without them, the races: tests fail ("no race_hold.ko")
+[ -z "$kmod" ] || { mkdir -p "$out/kmod" && cp "$kmod"/*.ko "$out/kmod/"; }
 guestenv=()
 if [ -n "$ko_ours" ]; then
 	cp "$ko_ours" "$out/exfat2.ko"
