@@ -75,9 +75,12 @@ static void exfat_evict_inode(struct inode *inode)
 	 */
 	if (!inode->i_nlink && !is_bad_inode(inode) && ei->alloc_clus &&
 	    !WARN_ON_ONCE(ei->eidx == EXFAT_ROOT_EIDX)) {
+		/* the FAT and bitmap change: not on a frozen volume */
+		sb_start_intwrite(inode->i_sb);
 		down_write(&ei->map_lock);
 		exfat_free_clusters(inode, 0);
 		up_write(&ei->map_lock);
+		sb_end_intwrite(inode->i_sb);
 	}
 	clear_inode(inode);
 	exfat_window_drop(inode);
@@ -103,6 +106,19 @@ static int exfat_sync_fs(struct super_block *sb, int wait)
 	if (!err)
 		err = exfat_clear_vol_dirty(sb, gen);
 	return err;
+}
+
+/*
+ * Freeze (FIFREEZE, snapshots): the VFS has stopped writers, page faults
+ * and evictions that free clusters, and synced once.  Sync again, for
+ * what those evictions freed meanwhile, so that the frozen device holds
+ * a volume with VolumeDirty clear that any implementation mounts as is.
+ * Nothing is written until thaw: every later metadata change comes from
+ * an operation the freeze holds back.
+ */
+static int exfat_freeze_fs(struct super_block *sb)
+{
+	return exfat_sync_fs(sb, 1);
 }
 
 static void exfat_inode_init_once(void *obj)
@@ -197,6 +213,7 @@ static const struct super_operations exfat_sops = {
 	.write_inode	= exfat_write_inode,
 	.put_super	= exfat_put_super,
 	.sync_fs	= exfat_sync_fs,
+	.freeze_fs	= exfat_freeze_fs,
 	.statfs		= exfat_statfs,
 	.show_options	= exfat_show_options,
 	.shutdown	= exfat_sb_shutdown,
