@@ -307,6 +307,33 @@ def truncate_races_writeback():
                 sh(f"{tool} trunc-race {mnt}/a {mnt}/b 200")
 
 
+@test(timeout=900, writes=True)
+def mixed_io_on_one_file():
+    """Buffered writes, O_DIRECT writes and stores through a shared
+    mapping, from three processes into their own stripes of one file,
+    while two more read it (buffered and O_DIRECT) and run fdatasync
+    with page cache drops: every read finds the data of each write done
+    before it began and nothing but zeros elsewhere, on clusters that
+    held other data; then in-tree reads the file too.  The checker's
+    self-test (one byte written wrong on purpose) must fail."""
+    tool = io_verify_binary()
+    p = sh(f"IO_VERIFY_SELFTEST=1 {tool} mixed /tmp/io-verify-selftest "
+           f"{1 << 20} 200", check=False)
+    os.unlink("/tmp/io-verify-selftest")
+    assert_true(p.returncode == 1 and "expected" in p.stderr,
+                f"io-verify's self-test must fail: {p.returncode} "
+                f"{p.stderr.strip()}")
+    for cluster in (4096, 65536):
+        with Image(size_mb=48, cluster=cluster) as img:
+            with mount(img.dev) as mnt:
+                dirty_free_space(mnt, 24)
+                sh(f"{tool} mixed {mnt}/mixed {6 << 20} 1500")
+                sums = sh(f"md5sum {mnt}/mixed").stdout.split()[0]
+            with mount(img.dev, driver="intree", opts="ro") as mnt:
+                assert_eq(sh(f"md5sum {mnt}/mixed").stdout.split()[0],
+                          sums, "in-tree reads what exfat2 wrote")
+
+
 @test(timeout=300, writes=True)
 def size_limits_blocks_and_seek():
     """fallocate past RLIMIT_FSIZE fails with EFBIG (fstests generic/228),

@@ -35,6 +35,17 @@
  *	writeback that sent FILE's data to clusters freed by a truncate
  *	shows there.
  *
+ *   io-verify mixed FILE SIZE OPS
+ *	Five processes on one file, OPS operations each: buffered writes at
+ *	any offset and length, O_DIRECT writes, stores through a shared
+ *	mapping (the file first grown with fallocate), each in its own
+ *	64 KiB stripes of the file, reads (buffered and O_DIRECT) anywhere
+ *	and fdatasync with page cache drops.  Writers mark each
+ *	512-byte block they covered once their write returned; a read must
+ *	find the data in every block marked before it began and never a
+ *	byte other than zero or the data; at the end so must the whole file,
+ *	whose size covers every completed write.
+ *
  * ENGINE is "aio" (io_submit) or "uring" (io_uring).  Exit status 0 when
  * every byte matched, 1 on a mismatch or an I/O error.
  */
@@ -52,6 +63,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ALIGN 4096
@@ -633,8 +645,235 @@ static int do_trunc_race(const char *path, const char *other,
 	return bad;
 }
 
+/* What the processes of "mixed" share (a shared anonymous mapping). */
+struct mixed {
+	uint64_t size;
+	_Atomic uint64_t end;		/* highest end of a completed write */
+	_Atomic int bad;
+	unsigned char done[];		/* per 512-byte block: written */
+};
+
+static uint64_t rnd(uint64_t *r, uint64_t n)
+{
+	*r = mix(*r);
+	return n ? *r % n : 0;
+}
+
+/*
+ * The writers of "mixed" keep to their own 64 KiB stripes of the file:
+ * page cache and O_DIRECT writes to one page at once have no defined
+ * result in Linux (a direct write cannot always invalidate a page being
+ * dirtied), but clusters, the size and ValidDataLength are shared.
+ */
+#define STRIPE 65536
+
+/* A random offset in one of the stripes of writer role (of 3). */
+static uint64_t stripe(uint64_t *r, uint64_t max, int role)
+{
+	uint64_t n = max / STRIPE / 3;
+
+	return (3 * rnd(r, n) + role) * STRIPE + rnd(r, STRIPE);
+}
+
+static void mark(struct mixed *m, uint64_t off, uint64_t len)
+{
+	uint64_t b = (off + 511) / 512, e = (off + len) / 512;
+	uint64_t end = off + len, cur = m->end;
+
+	for (; b < e; b++)
+		m->done[b] = 1;
+	while (cur < end && !atomic_compare_exchange_weak(&m->end, &cur, end))
+		;
+}
+
+/* Check buf (len bytes read at off) against blocks done before the read. */
+static int mixed_check(struct mixed *m, const unsigned char *done,
+		       const unsigned char *buf, uint64_t off, uint64_t len,
+		       const char *how)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++) {
+		uint64_t o = off + i;
+		unsigned char want = byte_at(o);
+
+		if (buf[i] == want)
+			continue;
+		if (buf[i] || (done && done[o / 512])) {
+			const char *why = done && done[o / 512] ?
+					  " (written before the read)" :
+					  " or 0";
+
+			fprintf(stderr,
+				"mixed (%s): byte %llu is %#x, expected %#x%s\n",
+				how, (unsigned long long)o, buf[i], want, why);
+			m->bad = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void mixed_child(struct mixed *m, const char *path, int role,
+			uint64_t ops)
+{
+	uint64_t r = mix(role + 1), off, len, i, max = m->size;
+	unsigned char *buf = xalloc(16 * 4096), *snap = NULL;
+	unsigned char *map = NULL;
+	int fd, dfd;
+
+	fd = open(path, O_RDWR);
+	dfd = open(path, O_RDWR | O_DIRECT);
+	if (fd < 0 || dfd < 0)
+		die(path);
+	if (role == 2) {
+		map = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
+			die("mmap");
+	}
+	if (role == 3)
+		snap = malloc(max / 512);
+	for (i = 0; i < ops && !m->bad; i++) {
+		switch (role) {
+		case 0:		/* buffered, any offset and length */
+			off = stripe(&r, max, 0);
+			len = 1 + rnd(&r, STRIPE - off % STRIPE);
+			fill(buf, off, len);
+			/* the judge's self-test: one byte goes wrong */
+			if (i == ops - 1 && getenv("IO_VERIFY_SELFTEST"))
+				buf[len / 2] ^= 0x10;
+			if (pwrite(fd, buf, len, off) != (ssize_t)len)
+				die("mixed pwrite");
+			mark(m, off, len);
+			break;
+		case 1:		/* O_DIRECT, 4 KiB aligned */
+			off = stripe(&r, max, 1) & ~4095ULL;
+			len = 4096 * (1 + rnd(&r, (STRIPE - off % STRIPE) /
+						   4096));
+			fill(buf, off, len);
+			if (pwrite(dfd, buf, len, off) != (ssize_t)len)
+				die("mixed direct pwrite");
+			mark(m, off, len);
+			break;
+		case 2:		/* stores through the mapping */
+			off = stripe(&r, max, 2);
+			len = 1 + rnd(&r, STRIPE - off % STRIPE);
+			if (posix_fallocate(fd, off, len))
+				die("mixed fallocate");
+			fill(map + off, off, len);
+			mark(m, off, len);
+			break;
+		case 3: {	/* reads, buffered and O_DIRECT */
+			int direct = rnd(&r, 2);
+			uint64_t b;
+			ssize_t got;
+
+			memcpy(snap, m->done, max / 512);
+			len = direct ? 4096 * (1 + rnd(&r, 16)) :
+				       1 + rnd(&r, 16 * 4096);
+			off = direct ? 4096 * rnd(&r, max / 4096) :
+				       rnd(&r, max);
+			if (off + len > max)
+				len = max - off;
+			got = pread(direct ? dfd : fd, buf, len, off);
+			if (got < 0)
+				die("mixed pread");
+			if (mixed_check(m, snap, buf, off, got,
+					direct ? "direct read" : "read"))
+				break;
+			/* blocks done before the read lie below the size */
+			for (b = (off + got + 511) / 512;
+			     b < (off + len) / 512; b++) {
+				if (snap[b]) {
+					fprintf(stderr,
+						"mixed: short read at %llu, over data\n",
+						(unsigned long long)(off + got));
+					m->bad = 1;
+					break;
+				}
+			}
+			break;
+		}
+		default:	/* fdatasync, and drop the cache */
+			if (fdatasync(fd))
+				die("mixed fdatasync");
+			if (rnd(&r, 4) == 0 &&
+			    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+				die("mixed fadvise");
+			break;
+		}
+	}
+	exit(m->bad);
+}
+
+static int do_mixed(const char *path, uint64_t size, uint64_t ops)
+{
+	size_t msize = sizeof(struct mixed) + size / 512;
+	struct mixed *m;
+	unsigned char *buf;
+	struct stat st;
+	int fd, role, status, bad = 0;
+	uint64_t off;
+
+	size -= size % (3 * STRIPE);
+	if (!size)
+		size = 3 * STRIPE;
+	seed = mix(size ^ ops);
+	m = mmap(NULL, msize, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		die("mmap");
+	m->size = size;
+	unlink(path);
+	fd = open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0)
+		die(path);
+	for (role = 0; role < 5; role++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork");
+		if (pid == 0)
+			mixed_child(m, path, role, role == 4 ? ops / 8 : ops);
+	}
+	for (role = 0; role < 5; role++) {
+		if (wait(&status) < 0)
+			die("wait");
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			bad = 1;
+	}
+	if (fsync(fd) || fstat(fd, &st))
+		die("fsync");
+	if (!bad && ((uint64_t)st.st_size < m->end ||
+		     (uint64_t)st.st_size > size)) {
+		fprintf(stderr, "mixed: size %llu, writes ended at %llu\n",
+			(unsigned long long)st.st_size,
+			(unsigned long long)m->end);
+		bad = 1;
+	}
+	buf = xalloc(65536);
+	for (off = 0; !bad && off < (uint64_t)st.st_size; off += 65536) {
+		uint64_t n = st.st_size - off < 65536 ? st.st_size - off : 65536;
+
+		if (pread(fd, buf, n, off) != (ssize_t)n)
+			die("mixed final read");
+		bad = mixed_check(m, m->done, buf, off, n, "at the end");
+	}
+	if (!bad)
+		printf("mixed: %llu bytes, %llu operations per process\n",
+		       (unsigned long long)st.st_size,
+		       (unsigned long long)ops);
+	free(buf);
+	close(fd);
+	munmap(m, msize);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && !strcmp(argv[1], "mixed"))
+		return do_mixed(argv[2], strtoull(argv[3], NULL, 0),
+				strtoull(argv[4], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "mmap-falloc"))
 		return do_mmap_falloc(argv[2], strtoull(argv[3], NULL, 0));
 	if (argc == 5 && !strcmp(argv[1], "mmap-write"))
@@ -653,6 +892,7 @@ int main(int argc, char **argv)
 		"       io-verify append FILE TOTAL CHUNK DEPTH aio|uring\n"
 		"       io-verify mmap-falloc FILE SIZE\n"
 		"       io-verify mmap-write FILE TOTAL CHUNK\n"
-		"       io-verify trunc-race FILE OTHER ROUNDS\n");
+		"       io-verify trunc-race FILE OTHER ROUNDS\n"
+		"       io-verify mixed FILE SIZE OPS\n");
 	return 2;
 }
