@@ -41,6 +41,11 @@ fi
 # without this the dm-error tests ran or not depending on whether an
 # earlier test had loaded another target
 modprobe dm-mod 2>>"$OUT/check.log"
+# LVM (generic/081, 108, 459) writes its metadata backups under
+# /etc/lvm, read-only here: lvcreate failed ("status code 5") and the
+# test then waited for a volume that never came, to the time limit
+mkdir -p /tmp/lvm
+export LVM_SYSTEM_DIR=/tmp/lvm
 # and the SCSI disk driver, which udev would load when scsi_debug makes
 # a disk (generic/704 and other scsi_debug tests look for /sys/block/sd*)
 modprobe sd_mod 2>>"$OUT/check.log"
