@@ -10,7 +10,7 @@ import random
 import struct
 
 from lib import (Image, TestFailure, assert_eq, assert_true,
-                 dmesg_this_test, expect_errno, log, mount,
+                 dmesg_this_test, expect_errno, fork_on_go, log, mount,
                  name_to_handle, open_by_handle, read_by_handle, sh, test,
                  umount)
 from tree import pattern, write_file
@@ -422,28 +422,6 @@ def _blocked_in_freeze(pid):
         os.sched_yield()
 
 
-def _fork(func, fd):
-    """Run func in a child once the parent called the returned go();
-    the child's copy of fd is the only one left then."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(w)
-            os.read(r, 1)
-            func()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(r)
-
-    def go():
-        os.write(w, b"x")
-        os.close(w)
-    return pid, go
-
-
 @test(timeout=300, writes=True)
 def freeze_and_thaw():
     """FIFREEZE (fsfreeze, LVM snapshots) syncs the volume and holds every
@@ -467,12 +445,12 @@ def freeze_and_thaw():
                 sh(f"cp --sparse=always {img.path} {snap}")
                 # the writer and the closer each hold fd; the writer
                 # drops its copy first: the closer's close is the last
-                writer, go = _fork(lambda: (
-                    os.close(fd), write_file(f"{mnt}/late", 9000, 24)), fd)
+                writer, go = fork_on_go(lambda: (
+                    os.close(fd), write_file(f"{mnt}/late", 9000, 24)))
                 go()
                 assert_eq(_blocked_in_freeze(writer), None,
                           "a write waits while the volume is frozen")
-                closer, go = _fork(lambda: os.close(fd), fd)
+                closer, go = fork_on_go(lambda: os.close(fd))
                 os.close(fd)
                 go()
                 assert_eq(_blocked_in_freeze(closer), None,

@@ -15,8 +15,8 @@ import mmap
 import os
 import time
 
-from lib import (OUT, Image, TestFailure, assert_eq, assert_true, mount,
-                 sh, test)
+from lib import (OUT, Image, TestFailure, assert_eq, assert_true,
+                 fork_on_go, mount, sh, test)
 from rawfs import Volume
 from tree import pattern
 
@@ -87,24 +87,7 @@ def _pin(cpu):
 def _child(func):
     """Run func in a child on CPU 1 (the held task spins there; the test
     goes on on CPU 0) once go() is called; return (pid, go)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(w)
-            _pin(1)
-            os.read(r, 1)
-            func()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(r)
-
-    def go():
-        os.write(w, b"x")
-        os.close(w)
-    return pid, go
+    return fork_on_go(func, cpu=1)
 
 
 def _write(path, off, data, flags=0):

@@ -77,6 +77,10 @@ API
         show text on the test's PASS line in the results.
   name_to_handle(path), open_by_handle(mnt, handle, flags=O_RDONLY)
         the file handle syscalls (NFS export).
+  fork_on_go(func, cpu=None)
+        run func in a child process (pinned to cpu if given) once the
+        returned go() is called; returns (pid, go).  The child exits 0
+        when func returns, 1 when it raises.
   REPO, OUT, OURS_KO
         repo path, output directory, path of our module ($EXFAT2_KO if
         set, for other kernels than the packaged one).
@@ -501,6 +505,29 @@ def read_by_handle(mnt, h):
         return os.read(fd, 1 << 20)
     finally:
         os.close(fd)
+
+
+def fork_on_go(func, cpu=None):
+    """Run func in a child once go() is called; return (pid, go)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(w)
+            if cpu is not None:
+                os.sched_setaffinity(0, {cpu})
+            os.read(r, 1)
+            func()
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(r)
+
+    def go():
+        os.write(w, b"x")
+        os.close(w)
+    return pid, go
 
 
 def _mkstemp():
