@@ -39,6 +39,7 @@ import sys
 import time
 
 import crashlib
+import rawfs
 from lib import (KMEMLEAK, Image, assert_eq, assert_true, fail, log, mount,
                  note, sh, test)
 from tree import write_file
@@ -504,7 +505,8 @@ def intree_view_judge_fails_on_purpose():
     """The crash checker's in-tree comparison (Checker._cross) passes on
     a volume both drivers read alike and fails on one they do not: a
     name holding a lone surrogate, which the in-tree driver lists
-    without it."""
+    without it.  Names past a directory's DataLength (its chain goes on)
+    are soft; one inside it that only the in-tree driver lists fails."""
     mnt = "/mnt/crash"
     os.makedirs(mnt, exist_ok=True)
     with Image(size_mb=16) as img:
@@ -529,3 +531,45 @@ def intree_view_judge_fails_on_purpose():
             found = [f["detail"] for f in chk.failures]
             log(f"lone surrogate {odd}: {found!a}")
             assert_eq(bool(found), odd, f"in-tree comparison ({found!a})")
+    # A directory whose FAT chain goes on past its DataLength (a crash
+    # between a new entry set in a grown directory's new cluster and the
+    # parent's larger DataLength): the names there are only the in-tree
+    # driver's, and soft; a name only it lists inside the size stays a
+    # failure.
+    with Image(size_mb=16, cluster=512) as img:
+        with mount(img.dev) as m:
+            os.mkdir(f"{m}/d")
+            for i in range(12):         # 4 entries each, 4 per cluster
+                open(f"{m}/d/{i:02d}" + "n" * 28, "wb").close()
+        vol = rawfs.Volume(img.dev)
+        dset, root = vol.lookup("/d")
+        flags, first, _, size = dset.stream
+        assert_eq(size, 3 * 512, "d's size")
+        clusters = vol.dir_clusters(dset)
+        for c, nxt in zip(clusters, clusters[1:] + [rawfs.EOC]):
+            vol.set_fat(c, nxt)
+        ents = [bytearray(e) for e in dset.entries]
+        ents[1][1] &= ~2                # NoFatChain off: the FAT chain
+        struct.pack_into("<Q", ents[1], 8, 2 * 512)
+        struct.pack_into("<Q", ents[1], 24, 2 * 512)
+        vol.write_set(root, dset.eidx, ents)
+        vol.close()
+        crashlib.use_driver("ours")
+        crashlib.sys_mount(img.dev, mnt, ro=True)
+        try:
+            tree, errors = crashlib.walk(mnt)
+        finally:
+            crashlib.sys_umount(mnt)
+        assert_eq(errors, [], "exfat2 reads the volume")
+        assert_eq(len(tree), 9, f"exfat2's names ({sorted(tree)!a})")
+        for drop in (None, "/d/00" + "n" * 28):
+            if drop:
+                del tree[drop]
+            chk = crashlib.Checker(None, img.dev, mnt, "self-test",
+                                   driver="ours", cross_every=1)
+            chk._cross("self-test", tree)
+            hard = [f["detail"] for f in chk.hard()]
+            log(f"past DataLength, {drop!a} left out: soft {chk.soft}, "
+                f"hard {hard!a}")
+            assert_eq(chk.soft, 1, "names past DataLength are soft")
+            assert_eq(bool(hard), bool(drop), f"names inside it ({hard!a})")
