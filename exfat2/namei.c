@@ -782,19 +782,35 @@ static struct inode *exfat_case_variant(struct inode *dir,
 }
 
 /*
- * The file a rename of inode onto dentry in dir replaces, or NULL: dentry's
- * inode, or one whose name equals dentry's but for case (see exfat_lookup),
- * which the caller puts (*put).  A directory replaced must be empty, and
- * a file found by case of the same kind as inode (the VFS checked
- * dentry's).
+ * Whether directory t is d's or one of its ancestors'.  Only for a rename
+ * across directories: the VFS holds s_vfs_rename_mutex, so that the tree
+ * above d cannot change.
+ */
+static bool exfat_is_ancestor(struct inode *t, struct dentry *d)
+{
+	for (; !IS_ROOT(d); d = d->d_parent)
+		if (d_inode(d) == t)
+			return true;
+	return d_inode(d) == t;
+}
+
+/*
+ * The file a rename of old (inode, in old_dir) onto dentry in dir replaces,
+ * or NULL: dentry's inode, or one whose name equals dentry's but for case
+ * (see exfat_lookup), which the caller puts (*put).  A directory replaced
+ * must be empty, and a file found by case of the same kind as inode (the
+ * VFS checked dentry's).
  */
 static int exfat_rename_target(struct inode *dir, struct dentry *dentry,
-			       struct inode *inode, struct inode **target,
-			       struct inode **put)
+			       struct inode *old_dir, struct dentry *old,
+			       struct inode **target, struct inode **put,
+			       bool *locked)
 {
+	struct inode *inode = d_inode(old);
 	struct inode *t = d_inode(dentry);
 
 	*put = NULL;
+	*locked = false;
 	if (!t) {
 		t = exfat_case_variant(dir, dentry, inode);
 		if (IS_ERR(t)) {
@@ -802,10 +818,23 @@ static int exfat_rename_target(struct inode *dir, struct dentry *dentry,
 			return PTR_ERR(t);
 		}
 		*put = t;
-		if (t && S_ISDIR(t->i_mode) != S_ISDIR(inode->i_mode)) {
-			*target = t;
+		*target = t;
+		if (t && S_ISDIR(t->i_mode) != S_ISDIR(inode->i_mode))
 			return S_ISDIR(t->i_mode) ? -EISDIR : -ENOTDIR;
-		}
+		if (!t || !S_ISDIR(t->i_mode))
+			return 0;
+		/*
+		 * The VFS does not know this target: it neither checked
+		 * that it is not an ancestor of old (it is then not empty,
+		 * and locked, or above a locked directory) nor locked it.
+		 * Lock it as vfs_rename() would, so that no create in it
+		 * runs between the check that it is empty and its removal;
+		 * exfat_rename() marks it dead and unlocks it (*locked).
+		 */
+		if (old_dir != dir && exfat_is_ancestor(t, old->d_parent))
+			return -ENOTEMPTY;
+		inode_lock(t);
+		*locked = true;
 	}
 	*target = t;
 	return t && S_ISDIR(t->i_mode) ? exfat_dir_empty(t) : 0;
@@ -859,6 +888,7 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	struct exfat_inode_info *ei = EXFAT_I(inode);
 	struct exfat_entry_set *old_es = NULL, *new_es = NULL;
 	struct inode *target, *put_target;
+	bool target_locked;
 	int err;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
@@ -868,8 +898,8 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	if (flags & RENAME_EXCHANGE)
 		return exfat_exchange(old_dir, old_dentry, new_dir, new_dentry);
 
-	err = exfat_rename_target(new_dir, new_dentry, inode, &target,
-				  &put_target);
+	err = exfat_rename_target(new_dir, new_dentry, old_dir, old_dentry,
+				  &target, &put_target, &target_locked);
 	if (err)
 		goto out;
 	if (put_target && flags & RENAME_NOREPLACE) {
@@ -894,6 +924,9 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 					       old_dir, new_es, old_es);
 	if (err)
 		goto out;
+	/* as vfs_rename() does: nothing is created in it any more */
+	if (target_locked)
+		put_target->i_flags |= S_DEAD;
 	mutex_lock(&ei->pos_lock);
 	err = exfat_refresh_set(old_dir, inode, new_es, &old_es);
 	if (!err)
@@ -912,6 +945,8 @@ static int exfat_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 	if (new_dir != old_dir)
 		exfat_dir_changed(new_dir);
 out:
+	if (target_locked)
+		inode_unlock(put_target);
 	iput(put_target);
 	kfree(new_es);
 	kfree(old_es);

@@ -718,6 +718,42 @@ def case_only_rename():
 
 
 @test(timeout=300)
+def rename_over_directory_by_case():
+    """rename("x", "S3") where "s3" is an empty directory replaces it (the
+    VFS sees no target: the name differs in case).  Like any replaced
+    directory, it must then be dead: a create in it through an open
+    descriptor fails with ENOENT and writes nothing into its freed
+    cluster (which exfat2 did, leaking the file's cluster).  A directory
+    named by case that holds the source fails with ENOTEMPTY."""
+    with Image(size_mb=16, cluster=512) as img:
+        with mount_rw(img.dev) as mnt:
+            os.makedirs(f"{mnt}/d/s3")
+            os.makedirs(f"{mnt}/d/x")
+            write_file(f"{mnt}/d/x/inx", 700, seed=1)
+            fd = os.open(f"{mnt}/d/s3", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.rename(f"{mnt}/d/x", f"{mnt}/d/S3")
+                expect_errno(errno.ENOENT, os.open, "f",
+                             os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+                expect_errno(errno.ENOENT, os.mkdir, "sub", dir_fd=fd)
+            finally:
+                os.close(fd)
+            assert_eq(listing(f"{mnt}/d"), ["S3"], "d after the rename")
+            assert_eq(listing(f"{mnt}/d/S3"), ["inx"], "the moved directory")
+            # onto its own parent or grandparent, named by case
+            os.makedirs(f"{mnt}/a/b/c")
+            expect_errno(errno.ENOTEMPTY, os.rename, f"{mnt}/a/b",
+                         f"{mnt}/A")
+            expect_errno(errno.ENOTEMPTY, os.rename, f"{mnt}/a/b/c",
+                         f"{mnt}/A")
+            assert_eq(listing(f"{mnt}/a/b"), ["c"], "a/b unchanged")
+        xcheck_clean(img.dev)
+        with mount(img.dev, driver="intree", opts="ro") as mnt:
+            assert_eq(read(f"{mnt}/d/S3/inx"), pattern(700, 1),
+                      "the moved file (in-tree driver)")
+
+
+@test(timeout=300)
 def link_symlink_mknod_refused():
     """Hard links, symlinks, FIFOs, sockets and device nodes fail with
     EPERM (the in-tree driver's errno) and leave nothing behind; mknod of
