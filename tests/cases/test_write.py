@@ -16,12 +16,14 @@ import errno
 import mmap
 import os
 import random
+import shutil
 import subprocess
 import time
 import zlib
 
-from lib import (Image, TestFailure, assert_eq, assert_true, expect_errno,
-                 fail, fsck_clean, log, mount, test, umount, xcheck_clean)
+from lib import (OUT, Image, TestFailure, assert_eq, assert_true,
+                 expect_errno, fail, fsck_clean, log, mount, test, umount,
+                 xcheck_clean)
 from tree import (ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN, ATTR_READONLY,
                   ATTR_SYSTEM, get_attr, pattern, set_attr, write_file)
 from wtree import (ALL_FIELDS, FUSE_FIELDS, RENAME_EXCHANGE,
@@ -275,9 +277,12 @@ def _check_content(data, path):
                           f"({len(data)} bytes)")
 
 
-def _stress_worker(mnt, wid, ops, seed):
+def _stress_worker(mnt, wid, ops, seed, trace):
+    """ops random operations; each one's paths and outcome go to trace
+    (kept with the image when the test fails)."""
     rnd = random.Random(seed)
     errs = {}
+    used = []
 
     def case(c):    # names are looked up and collide case-insensitively
         return c.upper() if rnd.random() < 0.2 else c
@@ -286,16 +291,20 @@ def _stress_worker(mnt, wid, ops, seed):
         d = rnd.choice(STRESS_TOP)
         if rnd.random() < 0.4:
             d += f"/{case('s')}{rnd.randrange(4)}"
-        return f"{mnt}/{d}/{case('f')}{rnd.randrange(12)}"
+        used.append(f"{d}/{case('f')}{rnd.randrange(12)}")
+        return f"{mnt}/{used[-1]}"
 
     def dpath():
-        return f"{mnt}/{rnd.choice(STRESS_TOP)}/{case('s')}{rnd.randrange(4)}"
+        used.append(f"{rnd.choice(STRESS_TOP)}/{case('s')}"
+                    f"{rnd.randrange(4)}")
+        return f"{mnt}/{used[-1]}"
 
     def create():
         p = fpath()
         fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         try:
             n = rnd.choice((0, 1, 100, 4000, 9000))
+            used.append(f"w{wid}-{i}:{n}")
             os.write(fd, _stress_content(f"w{wid}-{i}", n))
         finally:
             os.close(fd)
@@ -314,21 +323,26 @@ def _stress_worker(mnt, wid, ops, seed):
                     raise
 
     actions = [
-        (30, create),
-        (12, lambda: os.unlink(fpath())),
-        (20, lambda: os.rename(fpath(), fpath())),
-        (6, lambda: os.mkdir(dpath())),
-        (6, lambda: os.rmdir(dpath())),
-        (6, lambda: os.rename(dpath(), dpath())),
-        (15, readdir),
-        (5, lambda: os.stat(fpath())),
+        (30, "create", create),
+        (12, "unlink", lambda: os.unlink(fpath())),
+        (20, "rename", lambda: os.rename(fpath(), fpath())),
+        (6, "mkdir", lambda: os.mkdir(dpath())),
+        (6, "rmdir", lambda: os.rmdir(dpath())),
+        (6, "rename", lambda: os.rename(dpath(), dpath())),
+        (15, "readdir", readdir),
+        (5, "stat", lambda: os.stat(fpath())),
     ]
-    weights = [w for w, _ in actions]
+    weights = [w for w, _, _ in actions]
     for i in range(ops):
-        fn = rnd.choices([a for _, a in actions], weights)[0]
+        _, what, fn = rnd.choices(actions, weights)[0]
+        used.clear()
+        t = time.monotonic()
         try:
             fn()
+            trace.append(f"{t:.6f} w{wid} {i} {what} {' '.join(used)}: ok")
         except OSError as e:
+            trace.append(f"{t:.6f} w{wid} {i} {what} {' '.join(used)}: "
+                         f"{errno.errorcode.get(e.errno, e.errno)}")
             if e.errno not in STRESS_OK:
                 print(f"worker {wid} op {i}: unexpected {e!r}", flush=True)
                 return 1
@@ -358,10 +372,12 @@ def _fork_workers(mnt):
     for w in range(STRESS_WORKERS):
         pid = os.fork()
         if pid == 0:
-            status = 1
+            status, trace = 1, []
             try:
-                status = _stress_worker(mnt, w, STRESS_OPS, 7000 + w)
+                status = _stress_worker(mnt, w, STRESS_OPS, 7000 + w, trace)
             finally:
+                with open(f"{OUT}/namespace_stress.w{w}.txt", "w") as f:
+                    f.write("\n".join(trace) + "\n")
                 os._exit(status)
         pids.append(pid)
     bad = []
@@ -379,40 +395,60 @@ def namespace_stress():
     directories; the only errors are ENOENT, EEXIST and ENOTEMPTY, every
     file holds what its creator wrote, no name appears twice, the volume is
     fsck-clean, and the in-tree driver lists the same tree."""
+    keep = [f"{OUT}/namespace_stress.w{w}.txt"
+            for w in range(STRESS_WORKERS)]
+    keep.append(f"{OUT}/namespace_stress.ours.txt")
     with Image(size_mb=32, cluster=512) as img:
-        with mount_rw(img.dev) as mnt:
-            for d in STRESS_TOP:
-                os.mkdir(f"{mnt}/{d}")
-            t0 = time.monotonic()
-            bad = _fork_workers(mnt)
-            log(f"{STRESS_WORKERS} x {STRESS_OPS} ops in "
-                f"{time.monotonic() - t0:.1f}s")
-            if bad:
-                fail("namespace stress: " + "; ".join(bad))
-            for dirpath, dirnames, filenames in os.walk(mnt):
-                names = [n.upper() for n in dirnames + filenames]
-                assert_eq(len(names), len(set(names)),
-                          f"{dirpath}: duplicate names")
-                for name in filenames:
-                    p = f"{dirpath}/{name}"
-                    data = read(p)
-                    _check_content(data, p)
-                    head = data.partition(b"\n")[0].decode()
-                    assert_eq(len(data), len(head) + 1 +
-                              int(head.rsplit(":", 1)[1]), f"{p}: size")
-            want = manifest(mnt)
-            nlink_bad = dir_nlink_errors(mnt)
-        log(f"{len(want)} entries at the end")
-        fields = ALL_FIELDS
-        if nlink_bad:
-            if EXPECT["dir_nlink_exact_under_concurrency"]:
-                fail(f"{X}: wrong directory link counts: {nlink_bad}")
-            log(f"{X}: wrong directory link counts (known): {nlink_bad}")
-            fields = tuple(f for f in ALL_FIELDS if f != "nlink")
-        fsck_clean(img.dev)
-        with mount(img.dev, driver="intree", opts="ro") as mnt:
-            compare(want, manifest(mnt), X, "in-tree", fields)
-            assert_eq(dir_nlink_errors(mnt), [], "link counts on disk")
+        try:
+            _namespace_stress(img)
+        except TestFailure:
+            # the workers' operations, the image and what each driver
+            # sees, for the one who reads the failure
+            shutil.copy(img.path, f"{OUT}/namespace_stress.img")
+            log(f"kept {', '.join(keep)} and {OUT}/namespace_stress.img")
+            raise
+    for p in keep:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
+
+
+def _namespace_stress(img):
+    """The body of namespace_stress."""
+    with mount_rw(img.dev) as mnt:
+        for d in STRESS_TOP:
+            os.mkdir(f"{mnt}/{d}")
+        t0 = time.monotonic()
+        bad = _fork_workers(mnt)
+        log(f"{STRESS_WORKERS} x {STRESS_OPS} ops in "
+            f"{time.monotonic() - t0:.1f}s")
+        if bad:
+            fail("namespace stress: " + "; ".join(bad))
+        for dirpath, dirnames, filenames in os.walk(mnt):
+            names = [n.upper() for n in dirnames + filenames]
+            assert_eq(len(names), len(set(names)),
+                      f"{dirpath}: duplicate names")
+            for name in filenames:
+                p = f"{dirpath}/{name}"
+                data = read(p)
+                _check_content(data, p)
+                head = data.partition(b"\n")[0].decode()
+                assert_eq(len(data), len(head) + 1 +
+                          int(head.rsplit(":", 1)[1]), f"{p}: size")
+        want = manifest(mnt)
+        nlink_bad = dir_nlink_errors(mnt)
+    log(f"{len(want)} entries at the end")
+    with open(f"{OUT}/namespace_stress.ours.txt", "w") as f:
+        f.write("".join(f"{k!a} {v!a}\n" for k, v in sorted(want.items())))
+    fields = ALL_FIELDS
+    if nlink_bad:
+        if EXPECT["dir_nlink_exact_under_concurrency"]:
+            fail(f"{X}: wrong directory link counts: {nlink_bad}")
+        log(f"{X}: wrong directory link counts (known): {nlink_bad}")
+        fields = tuple(f for f in ALL_FIELDS if f != "nlink")
+    fsck_clean(img.dev)
+    with mount(img.dev, driver="intree", opts="ro") as mnt:
+        compare(want, manifest(mnt), X, "in-tree", fields)
+        assert_eq(dir_nlink_errors(mnt), [], "link counts on disk")
 
 
 # --- ENOSPC ---------------------------------------------------------------------
