@@ -134,18 +134,26 @@ phase "selftest module"
 
 # 2. One VM boot runs all the tests.
 # Each run has its own directory (runs may overlap); last-run points to
-# the newest, and only the 5 newest are kept, besides runs still going
-# (marked .active, unless that is more than a day old).
+# the newest.  Kept: the 5 newest, the 5 newest of the older ones with a
+# failure (a rare failure's logs must outlive the reruns that follow it),
+# and runs still going (marked .active, unless that is more than a day
+# old).
 mkdir -p "$cache/runs"
 out=$(mktemp -d "$cache/runs/$(date +%Y%m%d-%H%M%S).XXXX")
 touch "$out/.active"
 trap 'rm -f "$out/.active"' EXIT
 ln -sfn "$out" "$cache/last-run"
+failed_kept=0
 # shellcheck disable=SC2012 # our own names, no odd characters
 ls -1dt "$cache"/runs/*/ | tail -n +6 | while read -r d; do
-	if [ -z "$(find "$d.active" -mmin -1440 2>/dev/null)" ]; then
-		rm -rf "$d"
+	if [ -n "$(find "$d.active" -mmin -1440 2>/dev/null)" ]; then
+		continue
 	fi
+	if [ $failed_kept -lt 5 ] && grep -qs '^FAIL ' "$d/results.txt"; then
+		failed_kept=$((failed_kept + 1))
+		continue
+	fi
+	rm -rf "$d"
 done
 mkdir -p "$out/selftest"
 [ -z "$ko" ] || cp "$ko" "${ko%/*}/leak_on_load.ko" "$out/selftest/"
