@@ -500,6 +500,18 @@ def root_growth_zeroed_before_linked():
         tmp.close()
 
 
+def _ours_tree(dev, mnt):
+    """The tree exfat2 reads from dev, mounted read-only at mnt."""
+    crashlib.use_driver("ours")
+    crashlib.sys_mount(dev, mnt, ro=True)
+    try:
+        tree, errors = crashlib.walk(mnt)
+    finally:
+        crashlib.sys_umount(mnt)
+    assert_eq(errors, [], "exfat2 reads the volume")
+    return tree
+
+
 @test(timeout=300, writes=False)
 def intree_view_judge_fails_on_purpose():
     """The crash checker's in-tree comparison (Checker._cross) passes on
@@ -518,13 +530,7 @@ def intree_view_judge_fails_on_purpose():
                     fd = os.open(os.fsencode(m) + b"/odd\xed\xb0\x80",
                                  os.O_CREAT | os.O_WRONLY)
                     os.close(fd)
-            crashlib.use_driver("ours")
-            crashlib.sys_mount(img.dev, mnt, ro=True)
-            try:
-                tree, errors = crashlib.walk(mnt)
-            finally:
-                crashlib.sys_umount(mnt)
-            assert_eq(errors, [], "exfat2 reads the volume")
+            tree = _ours_tree(img.dev, mnt)
             chk = crashlib.Checker(None, img.dev, mnt, "self-test",
                                    driver="ours", cross_every=1)
             chk._cross("self-test", tree)
@@ -554,13 +560,7 @@ def intree_view_judge_fails_on_purpose():
         struct.pack_into("<Q", ents[1], 24, 2 * 512)
         vol.write_set(root, dset.eidx, ents)
         vol.close()
-        crashlib.use_driver("ours")
-        crashlib.sys_mount(img.dev, mnt, ro=True)
-        try:
-            tree, errors = crashlib.walk(mnt)
-        finally:
-            crashlib.sys_umount(mnt)
-        assert_eq(errors, [], "exfat2 reads the volume")
+        tree = _ours_tree(img.dev, mnt)
         assert_eq(len(tree), 9, f"exfat2's names ({sorted(tree)!a})")
         for drop in (None, "/d/00" + "n" * 28):
             if drop:

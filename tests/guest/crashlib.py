@@ -81,6 +81,7 @@ import json
 import os
 import random
 import re
+import struct
 import subprocess
 import threading
 import time
@@ -896,19 +897,19 @@ def past_size(dev, paths):
                 continue            # the root has no DataLength
             try:
                 dset, _ = vol.lookup(parent)
-            except StopIteration:
-                continue
-            flags, first, _, size = dset.stream
-            if flags & 2 or not dset.is_dir:
-                continue
-            chain = vol.chain(first)
-            if len(chain) * vol.clu <= size:
-                continue
-            for es in vol.sets(chain):
-                if es.name == name:
-                    if (es.eidx + len(es.entries)) * 32 > size:
-                        found.add(p)
-                    break
+                flags, first, _, size = dset.stream
+                if flags & 2 or not dset.is_dir:
+                    continue
+                chain = vol.chain(first)
+                if len(chain) * vol.clu <= size:
+                    continue
+                for es in vol.sets(chain):
+                    if es.name == name:
+                        if (es.eidx + len(es.entries)) * 32 > size:
+                            found.add(p)
+                        break
+            except (StopIteration, struct.error, ValueError, IndexError):
+                continue        # a crash image the walk cannot follow
     finally:
         vol.close()
     return found
