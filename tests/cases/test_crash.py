@@ -573,3 +573,40 @@ def intree_view_judge_fails_on_purpose():
                 f"hard {hard!a}")
             assert_eq(chk.soft, 1, "names past DataLength are soft")
             assert_eq(bool(hard), bool(drop), f"names inside it ({hard!a})")
+    # An entry set with a wrong checksum (torn by a crash): exfat2 hides
+    # it, the in-tree driver lists it; soft.  The same name with its
+    # checksum right but hidden from exfat2's tree fails.
+    with Image(size_mb=16, cluster=512) as img:
+        with mount(img.dev) as m:
+            os.mkdir(f"{m}/d")
+            for name in ("keep", "torn" + "t" * 40):
+                write_file(f"{m}/d/{name}", 300, seed=len(name))
+        full = _ours_tree(img.dev, mnt)
+        vol = rawfs.Volume(img.dev)
+        dset, _ = vol.lookup("/d")
+        es = next(e for e in vol.sets(vol.dir_clusters(dset))
+                  if e.name.startswith("torn"))
+        first = bytearray(es.entries[0])
+        first[2] ^= 0x5a
+        vol.write(vol.entry_off(vol.dir_clusters(dset), es.eidx),
+                  bytes(first))
+        vol.close()
+        tree = _ours_tree(img.dev, mnt)
+        assert_eq(sorted(tree), ["/d", "/d/keep"], "exfat2 hides the set")
+        for torn, t in ((True, tree), (False, None)):
+            if not torn:        # checksum restored, name hidden
+                first[2] ^= 0x5a
+                with open(img.dev, "r+b") as f:
+                    vol = rawfs.Volume(img.dev, write=False)
+                    f.seek(vol.entry_off(vol.dir_clusters(dset), es.eidx))
+                    vol.close()
+                    f.write(bytes(first))
+                t = dict(full)
+                del t["/d/torn" + "t" * 40]
+            chk = crashlib.Checker(None, img.dev, mnt, "self-test",
+                                   driver="ours", cross_every=1)
+            chk._cross("self-test", t)
+            hard = [f["detail"] for f in chk.hard()]
+            log(f"wrong checksum {torn}: soft {chk.soft}, hard {hard!a}")
+            assert_eq((chk.soft, bool(hard)), (int(torn), not torn),
+                      "a torn set's name (soft), a good one's (hard)")
