@@ -51,7 +51,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$fstests" ] && [ -x "$fstests/check" ] ||
-	die "--fstests DIR: a built fstests tree is needed (see TESTING.md)"
+	die "--fstests DIR: a built fstests tree is needed (see README.md)"
 [ -x "$fstests/ltp/fsstress" ] || die "$fstests is not built (no ltp/fsstress)"
 case $fstests in "$REPO"/*) die "the fstests tree must live outside the repository" ;; esac
 [ ${#tests[@]} -gt 0 ] || mapfile -t tests < <(grep -v '^#' "$list")
