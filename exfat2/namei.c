@@ -99,6 +99,57 @@ static int exfat_d_cmp(const struct dentry *dentry, unsigned int len,
  * names match case-insensitively, so a create under another case must not
  * reuse it, and a change to the directory may have filled it.
  */
+/* see exfat_has_mounts() */
+#define EXFAT_MOUNT_WALK	16
+
+/*
+ * Whether something is mounted on dentry or below it: dropping it
+ * (d_invalidate()) would detach those mounts.  Unused dentries below are
+ * pruned first (d_invalidate() would prune them too), so that the walk
+ * meets only the ones in use and their ancestors; a tree of those wider or
+ * deeper than the walk's stack counts as mounted on.  A mount made below
+ * while this runs can be missed, as it can by d_invalidate().
+ */
+static bool exfat_has_mounts(struct dentry *dentry)
+{
+	struct dentry *stack[EXFAT_MOUNT_WALK];
+	struct dentry *d, *child;
+	bool found = false;
+	int n = 0;
+
+	if (d_mountpoint(dentry))
+		return true;
+	if (!d_is_dir(dentry))
+		return false;
+	shrink_dcache_parent(dentry);
+	stack[n++] = dget(dentry);
+	while (n && !found) {
+		d = stack[--n];
+		spin_lock(&d->d_lock);
+		hlist_for_each_entry(child, &d->d_children, d_sib) {
+			if (d_mountpoint(child)) {
+				found = true;
+				break;
+			}
+			spin_lock_nested(&child->d_lock, DENTRY_D_LOCK_NESTED);
+			if (!hlist_empty(&child->d_children)) {
+				if (n < EXFAT_MOUNT_WALK)
+					stack[n++] = dget_dlock(child);
+				else
+					found = true;
+			}
+			spin_unlock(&child->d_lock);
+			if (found)
+				break;
+		}
+		spin_unlock(&d->d_lock);
+		dput(d);
+	}
+	while (n)
+		dput(stack[--n]);
+	return found;
+}
+
 static int exfat_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	if (flags & LOOKUP_RCU)
@@ -106,10 +157,14 @@ static int exfat_d_revalidate(struct dentry *dentry, unsigned int flags)
 	/*
 	 * A rename target is looked up again, so that a name differing from
 	 * the file's only in case reaches exfat_lookup(), which lets the
-	 * rename change the case (see there).
+	 * rename change the case (see there).  Not if that would detach
+	 * mounts: a mount point then stays the target, which the VFS
+	 * refuses (EBUSY), and the case of a directory with mounts below
+	 * does not change.
 	 */
 	if (d_really_is_positive(dentry))
-		return !(flags & LOOKUP_RENAME_TARGET);
+		return !(flags & LOOKUP_RENAME_TARGET) ||
+			exfat_has_mounts(dentry);
 	if (!flags || flags & (LOOKUP_CREATE | LOOKUP_RENAME_TARGET))
 		return 0;
 	return inode_eq_iversion(d_inode(dentry->d_parent),

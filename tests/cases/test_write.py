@@ -18,12 +18,13 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import time
 import zlib
 
 from lib import (OUT, Image, TestFailure, assert_eq, assert_true,
-                 expect_errno, fail, fsck_clean, log, mount, test, umount,
-                 xcheck_clean)
+                 expect_errno, fail, fsck_clean, log, mount, sh, test,
+                 umount, xcheck_clean)
 from tree import (ATTR_ARCHIVE, ATTR_DIR, ATTR_HIDDEN, ATTR_READONLY,
                   ATTR_SYSTEM, get_attr, pattern, set_attr, write_file)
 from wtree import (ALL_FIELDS, FUSE_FIELDS, RENAME_EXCHANGE,
@@ -753,6 +754,29 @@ def case_only_rename():
                 assert_eq(read(f"{mnt}/abc"), pattern(1000, 1), "content")
 
 
+# run in a mount namespace of its own: mounts on @D@/mp, @D@/fp and
+# @D@/t/sub, then renames onto them and onto t, by case and not; prints each
+# rename's outcome (errno name or "renamed") and how many mounts lie below @D@
+MOUNT_POINT_RENAMES = """
+import errno, os, subprocess
+D = "@D@"
+def mounts():
+    with open("/proc/self/mountinfo") as f:
+        return sum(line.split()[4].startswith(D + "/") for line in f)
+subprocess.run(["mount", "-t", "tmpfs", "none", D + "/mp"], check=True)
+subprocess.run(["mount", "-o", "bind", D + "/g", D + "/fp"], check=True)
+subprocess.run(["mount", "-t", "tmpfs", "none", D + "/t/sub"], check=True)
+for a, b in (("y", "MP"), ("y", "mp"), ("g", "FP"), ("g", "fp"),
+             ("y", "t"), ("y", "T"), ("t", "T")):
+    try:
+        os.rename(D + "/" + a, D + "/" + b)
+        r = "renamed"
+    except OSError as e:
+        r = errno.errorcode[e.errno]
+    print(a, b, r, mounts())
+"""
+
+
 @test(timeout=300)
 def rename_over_directory_by_case():
     """rename("x", "S3") where "s3" is an empty directory replaces it (the
@@ -760,7 +784,8 @@ def rename_over_directory_by_case():
     directory, it must then be dead: a create in it through an open
     descriptor fails with ENOENT and writes nothing into its freed
     cluster (which exfat2 did, leaking the file's cluster).  A directory
-    named by case that holds the source fails with ENOTEMPTY."""
+    named by case that holds the source fails with ENOTEMPTY.  No rename
+    detaches a mount on its target or below it."""
     with Image(size_mb=16, cluster=512) as img:
         with mount_rw(img.dev) as mnt:
             os.makedirs(f"{mnt}/d/s3")
@@ -783,6 +808,27 @@ def rename_over_directory_by_case():
             expect_errno(errno.ENOTEMPTY, os.rename, f"{mnt}/a/b/c",
                          f"{mnt}/A")
             assert_eq(listing(f"{mnt}/a/b"), ["c"], "a/b unchanged")
+            # a rename onto a mount point, by case or not, is EBUSY (the
+            # VFS's errno), onto a directory with a mount below ENOTEMPTY,
+            # and none detaches the mounts (exfat2 did); the case of a
+            # directory with a mount below does not change.  The mounts
+            # live in a mount namespace of their own, which ends with its
+            # process even where a rename wrongly succeeded.
+            os.makedirs(f"{mnt}/m/y")
+            os.makedirs(f"{mnt}/m/mp")
+            os.makedirs(f"{mnt}/m/t/sub")
+            write_file(f"{mnt}/m/g", 300, seed=2)
+            write_file(f"{mnt}/m/fp", 400, seed=3)
+            code = MOUNT_POINT_RENAMES.replace("@D@", f"{mnt}/m")
+            got = sh("unshare -m --propagation private "
+                     f"{sys.executable} -c '{code}'").stdout.splitlines()
+            assert_eq(got, ["y MP EBUSY 3", "y mp EBUSY 3", "g FP EBUSY 3",
+                            "g fp EBUSY 3", "y t ENOTEMPTY 3",
+                            "y T ENOTEMPTY 3", "t T renamed 3"],
+                      "renames onto mount points (outcome, mounts left)")
+            assert_eq(listing(f"{mnt}/m"), ["fp", "g", "mp", "t", "y"],
+                      "m after the refused renames")
+            assert_eq(read(f"{mnt}/m/fp"), pattern(400, 3), "m/fp")
         xcheck_clean(img.dev)
         with mount(img.dev, driver="intree", opts="ro") as mnt:
             assert_eq(read(f"{mnt}/d/S3/inx"), pattern(700, 1),
