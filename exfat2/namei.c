@@ -94,11 +94,6 @@ static int exfat_d_cmp(const struct dentry *dentry, unsigned int len,
 	return alen || blen;
 }
 
-/*
- * A negative dentry is only as good as the directory it was looked up in:
- * names match case-insensitively, so a create under another case must not
- * reuse it, and a change to the directory may have filled it.
- */
 /* see exfat_has_mounts() */
 #define EXFAT_MOUNT_WALK	16
 
@@ -150,6 +145,11 @@ static bool exfat_has_mounts(struct dentry *dentry)
 	return found;
 }
 
+/*
+ * A negative dentry is only as good as the directory it was looked up in:
+ * names match case-insensitively, so a create under another case must not
+ * reuse it, and a change to the directory may have filled it.
+ */
 static int exfat_d_revalidate(struct dentry *dentry, unsigned int flags)
 {
 	if (flags & LOOKUP_RCU)
